@@ -1,0 +1,29 @@
+"""Tasks with named features, zoo-compatible wrappers, and teacher loading."""
+
+from envs.features import Feature
+from envs.registry import (
+    TASKS,
+    EnvVariant,
+    Task,
+    env_factory,
+    get_task,
+    list_tasks,
+    make_env,
+    make_vec_env,
+    observation_dim,
+    resolve_task,
+)
+
+__all__ = [
+    "TASKS",
+    "EnvVariant",
+    "Feature",
+    "Task",
+    "env_factory",
+    "get_task",
+    "list_tasks",
+    "make_env",
+    "make_vec_env",
+    "observation_dim",
+    "resolve_task",
+]

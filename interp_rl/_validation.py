@@ -1,0 +1,67 @@
+"""Parameter checks that produce one-line, template-shaped error messages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from interp_rl.errors import InvalidParameterError, ObservationError
+
+__all__ = ["check_int", "check_observations"]
+
+
+def check_int(value: Any, name: str, owner: str, *, low: int = 1, high: int | None = None) -> int:
+    """Return ``value`` as an int or raise an error naming the parameter.
+
+    Examples
+    --------
+    >>> check_int(3, "episodes", "evaluate")
+    3
+    >>> check_int(0, "episodes", "evaluate")
+    Traceback (most recent call last):
+    ...
+    interp_rl.errors.InvalidParameterError: The 'episodes' parameter of evaluate must be an int in [1, inf). Got 0 instead.
+    """
+    upper = "inf)" if high is None else f"{high}]"
+    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    if ok and value >= low and (high is None or value <= high):
+        return int(value)
+    raise InvalidParameterError(
+        f"The '{name}' parameter of {owner} must be an int in [{low}, {upper}. Got {value!r} instead."
+    )
+
+
+def check_observations(
+    obs: Any,
+    expected_dim: int,
+    *,
+    owner: str,
+    task: str | None = None,
+    feature_names: Sequence[str] | None = None,
+) -> tuple[np.ndarray, bool]:
+    """Validate a batch (or one) observation; return ``(obs_2d, was_single)``.
+
+    Raises :class:`ObservationError` naming both sizes and the task on a shape
+    mismatch, and the first offending feature on NaN/inf values.
+    """
+    arr = np.asarray(obs, dtype=np.float64)
+    single = arr.ndim == 1
+    if single:
+        arr = arr[None, :]
+    where = f" ({task})" if task else ""
+    if arr.ndim != 2 or arr.shape[1] != expected_dim:
+        got = arr.shape[-1] if arr.ndim >= 1 else 0
+        raise ObservationError(
+            f"obs has {got} features, but {owner} expects {expected_dim}{where}."
+        )
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+        fname = feature_names[col] if feature_names is not None else f"index {col}"
+        raise ObservationError(
+            f"obs holds a non-finite value ({arr[row, col]}) at feature '{fname}' "
+            f"(row {row}) given to {owner}{where}; observations must be finite."
+        )
+    return arr, single
