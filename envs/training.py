@@ -1,0 +1,312 @@
+"""Train an SB3 teacher on a task, with checkpoints and resume.
+
+The output folder holds ``model.zip`` (SB3's format), ``teacher.json``
+(algorithm, task, provenance), ``vecnormalize.npz`` when observations are
+normalised, ``train_config.json`` (the resolved configuration) and
+``checkpoint/`` (model, replay buffer as ``.npz``, normaliser state and
+``state.json``), from which ``--resume`` continues. Every file is written
+atomically, so an interruption loses at most the steps since the last
+checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from envs.registry import EnvVariant, get_task, make_vec_env
+from envs.teachers import TEACHER_FILE
+from interp_rl._validation import check_int
+from interp_rl.errors import InterpRLError, InvalidParameterError
+from interp_rl.io import atomic_write, atomic_write_text
+from interp_rl.teachers import ALGORITHMS, ObsNormalizer, algorithm_class
+
+__all__ = ["TrainConfig", "TrainInterrupted", "default_hyperparams", "train_teacher"]
+
+_OFF_POLICY = {"sac", "td3", "ddpg", "tqc"}
+_ACTIVATIONS = {"relu": "ReLU", "tanh": "Tanh", "elu": "ELU", "leaky_relu": "LeakyReLU"}
+_SETTINGS = {"normalize", "n_envs", "noise_type", "noise_std", "policy"}
+
+
+class TrainInterrupted(InterpRLError):
+    """Training stopped early (Ctrl-C); a checkpoint was written."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Configuration of one ``interp-rl train`` run."""
+
+    algo: str
+    """Algorithm: sac, td3, ddpg, tqc, ppo, a2c, trpo or ars."""
+    task: str
+    """Task id, e.g. ``InvertedPendulum-v5``."""
+    steps: int
+    """Total environment steps."""
+    out: str
+    """Output folder."""
+    seed: int = 0
+    """Seed of the environments, the networks and the exploration."""
+    checkpoint_every: int = 0
+    """Steps between checkpoints; 0 picks ``max(1000, steps // 10)``."""
+    hyperparams: dict[str, Any] = field(default_factory=dict)
+    """Overrides of the per-task hyperparameters."""
+
+    def resolved_hyperparams(self) -> dict[str, Any]:
+        """Per-task defaults updated with :attr:`hyperparams`."""
+        return {**default_hyperparams(self.algo, self.task), **self.hyperparams}
+
+
+def default_hyperparams(algo: str, task: str) -> dict[str, Any]:
+    """The shipped hyperparameters of ``algo`` on ``task`` (zoo-tuned where they exist)."""
+    algorithm_class(algo)
+    text = resources.files("envs").joinpath("hyperparams", f"{algo.lower()}.yml").read_text()
+    table = yaml.safe_load(text) or {}
+    task_id = get_task(task).id
+    entry = table.get(task_id, table.get("default", {}))
+    return dict(entry or {})
+
+
+def _policy_kwargs(raw: dict[str, Any] | None) -> dict[str, Any]:
+    import torch.nn as nn
+
+    kwargs = dict(raw or {})
+    act = kwargs.get("activation_fn")
+    if isinstance(act, str):
+        if act not in _ACTIVATIONS:
+            raise InvalidParameterError(
+                f"The 'activation_fn' policy setting must be one of {', '.join(_ACTIVATIONS)}. "
+                f"Got {act!r} instead."
+            )
+        kwargs["activation_fn"] = getattr(nn, _ACTIVATIONS[act])
+    return kwargs
+
+
+def _build_model(cfg: TrainConfig, hp: dict[str, Any], venv: Any) -> Any:
+    cls = algorithm_class(cfg.algo)
+    kwargs = {k: v for k, v in hp.items() if k not in _SETTINGS}
+    kwargs["policy_kwargs"] = _policy_kwargs(kwargs.get("policy_kwargs"))
+    if hp.get("noise_type") == "normal":
+        from stable_baselines3.common.noise import NormalActionNoise
+
+        n = venv.action_space.shape[0]
+        kwargs["action_noise"] = NormalActionNoise(np.zeros(n), float(hp["noise_std"]) * np.ones(n))
+    return cls(hp.get("policy", "MlpPolicy"), venv, seed=cfg.seed, device="cpu", verbose=0, **kwargs)
+
+
+def _save_zip(model: Any, path: Path) -> None:
+    def _w(tmp: str) -> None:
+        model.save(tmp + ".zip")  # SB3 appends ".zip" to names without it
+        os.replace(tmp + ".zip", tmp)
+
+    atomic_write(path, _w)
+
+
+def _save_npz(path: Path, **arrays: np.ndarray) -> None:
+    def _w(tmp: str) -> None:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+
+    atomic_write(path, _w)
+
+
+_BUFFER_FIELDS = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts")
+
+
+def _save_buffer(model: Any, path: Path) -> None:
+    buf = model.replay_buffer
+    arrays = {f: getattr(buf, f) for f in _BUFFER_FIELDS if getattr(buf, f, None) is not None}
+    _save_npz(path, pos=np.int64(buf.pos), full=np.bool_(buf.full), **arrays)
+
+
+def _load_buffer(model: Any, path: Path) -> None:
+    buf = model.replay_buffer
+    with np.load(path, allow_pickle=False) as z:
+        for f in _BUFFER_FIELDS:
+            if f in z.files:
+                target = getattr(buf, f)
+                if target.shape != z[f].shape:
+                    raise InvalidParameterError(
+                        f"The checkpoint's replay buffer field {f!r} has shape {z[f].shape}, but "
+                        f"this run expects {target.shape}; was it made with other settings?"
+                    )
+                target[...] = z[f]
+        buf.pos = int(z["pos"])
+        buf.full = bool(z["full"])
+
+
+def _save_vecnorm(venv: Any, path: Path) -> None:
+    _save_npz(
+        path,
+        obs_mean=venv.obs_rms.mean, obs_var=venv.obs_rms.var, obs_count=np.float64(venv.obs_rms.count),
+        ret_mean=np.float64(venv.ret_rms.mean), ret_var=np.float64(venv.ret_rms.var),
+        ret_count=np.float64(venv.ret_rms.count),
+    )
+
+
+def _load_vecnorm(venv: Any, path: Path) -> None:
+    with np.load(path, allow_pickle=False) as z:
+        venv.obs_rms.mean = np.array(z["obs_mean"])
+        venv.obs_rms.var = np.array(z["obs_var"])
+        venv.obs_rms.count = float(z["obs_count"])
+        venv.ret_rms.mean = float(z["ret_mean"])
+        venv.ret_rms.var = float(z["ret_var"])
+        venv.ret_rms.count = float(z["ret_count"])
+
+
+def _normalizer_of(venv: Any) -> ObsNormalizer:
+    return ObsNormalizer(np.array(venv.obs_rms.mean), np.array(venv.obs_rms.var),
+                         float(venv.clip_obs), float(venv.epsilon))
+
+
+class _Checkpointer:
+    """SB3 callback: checkpoint every ``every`` steps and record episode returns."""
+
+    def __init__(self, run: _Run, every: int) -> None:
+        from stable_baselines3.common.callbacks import BaseCallback
+
+        outer = self
+
+        class _CB(BaseCallback):  # type: ignore[misc]
+            def _on_step(self) -> bool:
+                if self.num_timesteps - outer.last >= every:
+                    run.checkpoint(self.model)
+                    outer.last = self.num_timesteps
+                return True
+
+        self.last = 0
+        self.callback = _CB()
+
+
+class _Run:
+    """State and files of one training run."""
+
+    def __init__(self, cfg: TrainConfig) -> None:
+        self.cfg = cfg
+        self.out = Path(cfg.out)
+        self.ckpt = self.out / "checkpoint"
+        self.hp = cfg.resolved_hyperparams()
+        self.algo = cfg.algo.lower()
+        self.task = get_task(cfg.task).id
+        self.history: list[dict[str, float]] = []
+
+    def make_venv(self) -> Any:
+        n_envs = int(self.hp.get("n_envs", 1))
+        venv = make_vec_env(self.task, n_envs, self.cfg.seed, EnvVariant())
+        if self.hp.get("normalize"):
+            from stable_baselines3.common.vec_env import VecNormalize
+
+            venv = VecNormalize(venv, norm_obs=True, norm_reward=self.algo not in {"ars"},
+                                gamma=float(self.hp.get("gamma", 0.99)))
+        return venv
+
+    def recent_return(self, model: Any) -> float | None:
+        eps = [e["r"] for e in model.ep_info_buffer] if model.ep_info_buffer else []
+        return float(np.mean(eps)) if eps else None
+
+    def checkpoint(self, model: Any) -> None:
+        self.ckpt.mkdir(parents=True, exist_ok=True)
+        self.history.append({"step": int(model.num_timesteps), "recent_return": self.recent_return(model)})
+        _save_zip(model, self.ckpt / "model.zip")
+        if self.algo in _OFF_POLICY:
+            _save_buffer(model, self.ckpt / "replay_buffer.npz")
+        venv = model.get_env()
+        if self.hp.get("normalize"):
+            _save_vecnorm(venv, self.ckpt / "vecnormalize_state.npz")
+        # state.json last: it marks the checkpoint complete.
+        atomic_write_text(self.ckpt / "state.json", json.dumps(
+            {"num_timesteps": int(model.num_timesteps), "history": self.history}, indent=2))
+
+    def finish(self, model: Any) -> dict[str, Any]:
+        _save_zip(model, self.out / "model.zip")
+        meta: dict[str, Any] = {
+            "format": "interp-rl-teacher/1",
+            "algo": self.algo,
+            "task": self.task,
+            "model": "model.zip",
+            "seed": self.cfg.seed,
+            "steps": int(model.num_timesteps),
+            "variant": EnvVariant().to_dict(),
+            "history": self.history,
+        }
+        if self.hp.get("normalize"):
+            _normalizer_of(model.get_env()).save(self.out / "vecnormalize.npz")
+            meta["normalizer"] = "vecnormalize.npz"
+        atomic_write_text(self.out / TEACHER_FILE, json.dumps(meta, indent=2) + "\n")
+        return meta
+
+
+def train_teacher(
+    cfg: TrainConfig,
+    *,
+    resume: bool = False,
+    progress_bar: bool = True,
+    on_checkpoint: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Train ``cfg.algo`` on ``cfg.task``; return the ``teacher.json`` metadata.
+
+    Raises
+    ------
+    InvalidParameterError
+        Non-positive steps, or an output folder that already holds a run
+        while ``resume`` is False.
+    TrainInterrupted
+        On Ctrl-C, after writing a checkpoint.
+    """
+    steps = check_int(cfg.steps, "steps", "train")
+    if cfg.algo.lower() not in ALGORITHMS:
+        algorithm_class(cfg.algo)  # raises UnknownAlgorithmError
+    check_int(cfg.checkpoint_every, "checkpoint_every", "train", low=0)
+    run = _Run(cfg)
+    state_file = run.ckpt / "state.json"
+    if not resume and (state_file.exists() or (run.out / TEACHER_FILE).exists()):
+        raise InvalidParameterError(
+            f"The output folder {cfg.out!r} already holds a training run; pass --resume to "
+            "continue it, or choose another --out."
+        )
+    if resume and (run.out / TEACHER_FILE).exists() and not state_file.exists():
+        return dict(json.loads((run.out / TEACHER_FILE).read_text()))
+    run.out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run.out / "train_config.json", json.dumps(
+        {**asdict(cfg), "task": run.task, "hyperparams": run.hp}, indent=2, default=str) + "\n")
+
+    venv = run.make_venv()
+    done = 0
+    if resume and state_file.exists():
+        state = json.loads(state_file.read_text())
+        done = int(state["num_timesteps"])
+        run.history = list(state.get("history", []))
+        if run.hp.get("normalize"):
+            _load_vecnorm(venv, run.ckpt / "vecnormalize_state.npz")
+        model = algorithm_class(run.algo).load(str(run.ckpt / "model.zip"), env=venv, device="cpu")
+        if run.algo in _OFF_POLICY:
+            _load_buffer(model, run.ckpt / "replay_buffer.npz")
+    else:
+        model = _build_model(cfg, run.hp, venv)
+    every = cfg.checkpoint_every or max(1000, steps // 10)
+    cp = _Checkpointer(run, every)
+    cp.last = done
+    remaining = steps - done
+    try:
+        if remaining > 0:
+            model.learn(total_timesteps=remaining, callback=cp.callback, reset_num_timesteps=done == 0,
+                        progress_bar=progress_bar)
+    except KeyboardInterrupt:
+        run.checkpoint(model)
+        raise TrainInterrupted(
+            f"Training interrupted at step {model.num_timesteps} of {steps}; checkpoint saved in "
+            f"{str(run.ckpt)!r}. Rerun with --resume to continue."
+        ) from None
+    finally:
+        venv.close()
+    meta = run.finish(model)
+    shutil.rmtree(run.ckpt, ignore_errors=True)
+    return meta

@@ -1,0 +1,83 @@
+"""Shared fixtures: the pretrained zoo teachers in ``/work/shared/teachers`` and small policies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+#: The repository is ``/work/main``; the read-only zoo agents live in ``/work/shared/teachers``.
+SHARED_TEACHERS = Path(__file__).resolve().parents[2] / "shared" / "teachers"
+
+#: key -> (algorithm, zoo env name) of every shared teacher.
+TEACHER_SPECS: dict[str, tuple[str, str]] = {
+    "sac_halfcheetah": ("sac", "HalfCheetah"),
+    "sac_hopper": ("sac", "Hopper"),
+    "ppo_hopper": ("ppo", "Hopper"),
+    "sac_walker2d": ("sac", "Walker2d"),
+    "sac_swimmer": ("sac", "Swimmer"),
+    "trpo_ant": ("trpo", "Ant"),
+}
+
+
+def teacher_run_dir(root: Path, algo: str, env: str) -> Path:
+    """The zoo run folder ``ROOT/ALGO/ENV-v3_1``."""
+    return root / algo / f"{env}-v3_1"
+
+
+def teacher_zip(root: Path, algo: str, env: str) -> Path:
+    """The zoo model zip ``ROOT/ALGO/ENV-v3_1/ENV-v3.zip``."""
+    return teacher_run_dir(root, algo, env) / f"{env}-v3.zip"
+
+
+@pytest.fixture(scope="session")
+def shared_teachers() -> Path:
+    """Path of the shared zoo teachers; skips the test when the folder is missing."""
+    if not SHARED_TEACHERS.is_dir():
+        pytest.skip(
+            f"pretrained zoo teachers not available: folder {SHARED_TEACHERS} is missing"
+        )
+    return SHARED_TEACHERS
+
+
+class _TeacherCache:
+    """Loads each shared teacher (from its zip) once per session, on first use."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._cache: dict[str, object] = {}
+
+    def __getitem__(self, key: str):  # noqa: ANN204 - returns SB3Teacher
+        if key not in self._cache:
+            from envs.teachers import load_teacher
+
+            algo, env = TEACHER_SPECS[key]
+            self._cache[key] = load_teacher(teacher_zip(self.root, algo, env))
+        return self._cache[key]
+
+
+@pytest.fixture(scope="session")
+def teachers(shared_teachers: Path) -> _TeacherCache:
+    """``teachers['sac_hopper']`` etc.: session-wide loaded shared teachers (do not mutate)."""
+    return _TeacherCache(shared_teachers)
+
+
+class ConstantPolicy:
+    """A batched policy that always returns ``value`` for each of ``act_dim`` actions."""
+
+    def __init__(self, act_dim: int, value: float = 0.0) -> None:
+        self.act_dim = act_dim
+        self.value = value
+        self.calls: list[np.ndarray] = []
+
+    def predict(self, obs: np.ndarray) -> np.ndarray:
+        obs = np.asarray(obs)
+        self.calls.append(obs.copy())
+        return np.full((len(obs), self.act_dim), self.value, dtype=np.float64)
+
+
+@pytest.fixture
+def constant_policy() -> type[ConstantPolicy]:
+    """The :class:`ConstantPolicy` class (construct with ``act_dim`` and ``value``)."""
+    return ConstantPolicy
