@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import difflib
 import functools
+import logging
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
+import mujoco
 
 from envs.features import (
     BodyArray,
@@ -41,6 +43,20 @@ __all__ = [
 ]
 
 Layout = tuple[ObservationBlock, ...]
+_log = logging.getLogger("envs")
+
+
+def _mujoco_warning(message: str) -> None:
+    """MuJoCo's compiler prints deprecation notes about gymnasium's own model files to
+    stderr; route them to logging, and every other MuJoCo warning to ``warnings``."""
+    if "deprecated" in message:
+        _log.debug("MuJoCo: %s", message)
+    else:
+        warnings.warn(f"MuJoCo: {message}", RuntimeWarning, stacklevel=2)
+
+
+if mujoco.get_mju_user_warning() is None:
+    mujoco.set_mju_user_warning(_mujoco_warning)
 
 
 @dataclass(frozen=True)

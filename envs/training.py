@@ -123,7 +123,8 @@ _BUFFER_FIELDS = ("observations", "next_observations", "actions", "rewards", "do
 
 def _save_buffer(model: Any, path: Path) -> None:
     buf = model.replay_buffer
-    arrays = {f: getattr(buf, f) for f in _BUFFER_FIELDS if getattr(buf, f, None) is not None}
+    n = buf.buffer_size if buf.full else buf.pos  # only the filled rows
+    arrays = {f: getattr(buf, f)[:n] for f in _BUFFER_FIELDS if getattr(buf, f, None) is not None}
     _save_npz(path, pos=np.int64(buf.pos), full=np.bool_(buf.full), **arrays)
 
 
@@ -133,12 +134,13 @@ def _load_buffer(model: Any, path: Path) -> None:
         for f in _BUFFER_FIELDS:
             if f in z.files:
                 target = getattr(buf, f)
-                if target.shape != z[f].shape:
+                saved = z[f]
+                if target.shape[1:] != saved.shape[1:] or len(saved) > len(target):
                     raise InvalidParameterError(
-                        f"The checkpoint's replay buffer field {f!r} has shape {z[f].shape}, but "
+                        f"The checkpoint's replay buffer field {f!r} has shape {saved.shape}, but "
                         f"this run expects {target.shape}; was it made with other settings?"
                     )
-                target[...] = z[f]
+                target[: len(saved)] = saved
         buf.pos = int(z["pos"])
         buf.full = bool(z["full"])
 

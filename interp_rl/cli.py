@@ -70,7 +70,8 @@ def envs_list(ctx: typer.Context) -> None:
     from envs import list_tasks
 
     table = Table(title="interp-rl tasks")
-    for col in ("task", "obs", "actions", "older ids", "description"):
+    table.add_column("task", no_wrap=True)
+    for col in ("obs", "actions", "older ids", "description"):
         table.add_column(col)
     for task in list_tasks():
         table.add_row(task.id, str(len(task.observation_features())), str(len(task.action_features())),

@@ -20,6 +20,9 @@ def atomic_write(path: str | os.PathLike[str], writer: Callable[[str], None]) ->
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; give the usual permissions
     try:
         writer(tmp)
         os.replace(tmp, target)

@@ -1,0 +1,143 @@
+"""Real SB3 training runs with tiny budgets: checkpoints, resume, interruption, seeds."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from envs.teachers import load_teacher
+from envs.training import TrainConfig, default_hyperparams, train_teacher
+from interp_rl.errors import InvalidParameterError, UnknownAlgorithmError
+from interp_rl.rollouts import evaluate
+
+CLI = [sys.executable, "-m", "interp_rl.cli"]
+
+
+def _train_cmd(out: Path, steps: int, every: int, *extra: str) -> list[str]:
+    return [*CLI, "train", "--algo", "sac", "--env", "InvertedPendulum-v5", "--steps", str(steps),
+            "--seed", "3", "--checkpoint-every", str(every), "--hp", "learning_starts=100",
+            "--out", str(out), "--no-progress", *extra]
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
+    start = time.time()
+    while not path.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"training exited early: {proc.stderr.read().decode()}")  # type: ignore[union-attr]
+        if time.time() - start > timeout:
+            proc.kill()
+            raise AssertionError(f"{path} never appeared")
+        time.sleep(0.2)
+
+
+def test_killed_run_resumes_from_its_checkpoint(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = subprocess.Popen(_train_cmd(out, 1200, 400), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _wait_for(out / "checkpoint" / "state.json", proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    state = json.loads((out / "checkpoint" / "state.json").read_text())
+    saved = state["num_timesteps"]
+    assert 400 <= saved < 1200
+    assert (out / "checkpoint" / "replay_buffer.npz").exists()
+    assert not [p for p in out.rglob("*.tmp")], "a half-written file was left behind"
+
+    again = subprocess.run(_train_cmd(out, 1200, 400), capture_output=True, text=True)
+    assert again.returncode == 1
+    assert again.stderr.strip().splitlines()[-1] == (
+        f"Error: The output folder '{out}' already holds a training run; pass --resume to "
+        "continue it, or choose another --out."
+    )
+
+    resumed = subprocess.run(_train_cmd(out, 1200, 400, "--resume"), capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    meta = json.loads((out / "teacher.json").read_text())
+    assert meta["steps"] == 1200
+    steps = [h["step"] for h in meta["history"]]
+    assert steps[0] == 400 and saved in steps, "the history before the kill was lost"
+    assert not (out / "checkpoint").exists()
+    teacher = load_teacher(out)
+    assert teacher.algo == "sac" and teacher.task == "InvertedPendulum-v5"
+
+
+def test_ctrl_c_writes_a_checkpoint(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = subprocess.Popen(_train_cmd(out, 100_000, 300), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _wait_for(out / "checkpoint" / "state.json", proc)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    line = stderr.decode().strip().splitlines()[-1]
+    assert line.startswith("Error: Training interrupted at step ")
+    assert line.endswith("Rerun with --resume to continue.")
+    stopped = int(line.split("at step ")[1].split(" ")[0])
+    assert json.loads((out / "checkpoint" / "state.json").read_text())["num_timesteps"] == stopped
+
+
+def test_same_seed_same_teacher_bit_for_bit(tmp_path: Path) -> None:
+    results = []
+    for name in ("a", "b"):
+        cfg = TrainConfig("sac", "InvertedPendulum-v5", 400, str(tmp_path / name), seed=7,
+                          hyperparams={"learning_starts": 100})
+        train_teacher(cfg, progress_bar=False)
+        teacher = load_teacher(tmp_path / name)
+        obs = np.random.default_rng(0).normal(size=(64, 4))
+        results.append((teacher.predict(obs), evaluate(teacher, teacher.env_fn, 3, seed=5).returns))
+    assert np.array_equal(results[0][0], results[1][0])
+    assert results[0][1] == results[1][1]
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3", "ddpg", "tqc", "ppo", "a2c", "trpo", "ars"])
+def test_every_algorithm_trains_and_loads_as_a_teacher(tmp_path: Path, algo: str) -> None:
+    hp = {"learning_starts": 50, "batch_size": 32} if algo in {"sac", "td3", "ddpg", "tqc"} else {}
+    if algo in {"ppo", "trpo"}:
+        hp = {"n_steps": 64, "batch_size": 32}
+    cfg = TrainConfig(algo, "Pendulum-v1", 256, str(tmp_path / algo), seed=0, hyperparams=hp)
+    meta = train_teacher(cfg, progress_bar=False)
+    teacher = load_teacher(tmp_path / algo)
+    assert (teacher.algo, teacher.task) == (algo, "Pendulum-v1")
+    assert meta["steps"] >= 256
+    obs = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.5]])
+    actions = teacher.predict(obs)
+    assert actions.shape == (2, 1) and np.all(np.abs(actions) <= 2.0)
+    if algo in {"sac", "td3", "ddpg", "tqc"}:
+        assert teacher.has_q and np.isfinite(teacher.q_values(obs, actions)).all()
+    elif algo != "ars":
+        assert teacher.has_value and teacher.value(obs).shape == (2,)
+    normalised = default_hyperparams(algo, "Pendulum-v1").get("normalize", False)
+    assert (teacher.normalizer is not None) == bool(normalised)
+    assert (tmp_path / algo / "vecnormalize.npz").exists() == bool(normalised)
+
+
+def test_bad_training_input(tmp_path: Path) -> None:
+    with pytest.raises(InvalidParameterError, match=r"^The 'steps' parameter of train must be an int in "
+                       r"\[1, inf\)\. Got -5 instead\.$"):
+        train_teacher(TrainConfig("sac", "Pendulum-v1", -5, str(tmp_path)))
+    with pytest.raises(UnknownAlgorithmError, match="^Unknown algorithm 'dqnx'; expected one of sac,"):
+        train_teacher(TrainConfig("dqnx", "Pendulum-v1", 10, str(tmp_path)))
+
+
+@pytest.mark.slow
+def test_sac_balances_the_inverted_pendulum_within_the_readme_budget(tmp_path: Path) -> None:
+    """The README promises: ``--steps 10000`` reaches return 1000 on InvertedPendulum-v5."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    cmd = "interp-rl train --algo sac --env InvertedPendulum-v5 --steps 10000 --seed 0"
+    assert cmd in readme
+    train_teacher(TrainConfig("sac", "InvertedPendulum-v5", 10_000, str(tmp_path / "ip"), seed=0),
+                  progress_bar=False)
+    teacher = load_teacher(tmp_path / "ip")
+    result = evaluate(teacher, teacher.env_fn, 10, seed=0)
+    assert result.mean_return == pytest.approx(1000.0)
+
+
+def test_cli_module_runs() -> None:
+    done = subprocess.run([*CLI, "--help"], capture_output=True, text=True, env={**os.environ})
+    assert done.returncode == 0 and "train" in done.stdout
