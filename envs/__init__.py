@@ -13,6 +13,7 @@ from envs.registry import (
     observation_dim,
     resolve_task,
 )
+from envs.teachers import load_teacher
 
 __all__ = [
     "TASKS",
@@ -22,6 +23,7 @@ __all__ = [
     "env_factory",
     "get_task",
     "list_tasks",
+    "load_teacher",
     "make_env",
     "make_vec_env",
     "observation_dim",

@@ -172,7 +172,7 @@ def _gym_asset(name: str) -> str:
     return os.path.join(os.path.dirname(gm.__file__), "assets", name)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _model(task_id: str, legacy_model: bool) -> Any:
     task = TASKS[task_id]
     env = task.make(0, EnvVariant(legacy_model=legacy_model))

@@ -83,7 +83,8 @@ def envs_list(ctx: typer.Context) -> None:
 @cli_errors
 def envs_show(
     task: Annotated[str, typer.Argument(help="Task id, e.g. Hopper-v5.")],
-    layout: Annotated[str, typer.Option(help="Observation layout: default, or v3 (Ant, Humanoid).")] = "default",
+    layout: Annotated[str, typer.Option(
+        help="Observation layout: default, or v3 (Ant, Humanoid).")] = "default",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Print a task's observation and action features with their units."""
@@ -178,10 +179,11 @@ def evaluate(
     table = Table(title=f"{t.algo.upper()} teacher on {t.task} ({t.source})")
     for col in ("episode", "seed", "return", "length"):
         table.add_column(col, justify="right")
-    for i, (r, n) in enumerate(zip(result.returns, result.lengths)):
+    for i, (r, n) in enumerate(zip(result.returns, result.lengths, strict=False)):
         table.add_row(str(i), str(seed + i), f"{r:.1f}", str(n))
     table.add_section()
-    table.add_row("mean", "", f"{result.mean_return:.1f} ± {result.std_return:.1f}", f"{result.mean_length:.0f}")
+    table.add_row("mean", "", f"{result.mean_return:.1f} ± {result.std_return:.1f}",
+                  f"{result.mean_length:.0f}")
     out.print(table)
     if json_out is not None:
         from dataclasses import replace

@@ -150,7 +150,7 @@ def evaluate(
             actions = _policy_actions(policy, np.stack(obs_list), task)
             keep_envs, keep_slots, keep_obs = [], [], []
             finished = 0
-            for env, ep, act in zip(envs, slots, actions):
+            for env, ep, act in zip(envs, slots, actions, strict=False):
                 obs, reward, terminated, truncated, _ = env.step(_clip(act, env.action_space))
                 returns[ep] += float(reward)
                 lengths[ep] += 1

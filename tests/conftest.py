@@ -31,6 +31,22 @@ def teacher_zip(root: Path, algo: str, env: str) -> Path:
     return teacher_run_dir(root, algo, env) / f"{env}-v3.zip"
 
 
+@pytest.fixture(scope="module")
+def single_torch_thread():
+    """Run torch on one thread for the module, then restore the previous setting.
+
+    Teachers label small batches (at most 8 observations per step in ``evaluate``), where
+    one thread is fastest; with two threads on a busy 2-core machine the thread hand-off
+    makes evaluations several times slower. Results are identical either way.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def shared_teachers() -> Path:
     """Path of the shared zoo teachers; skips the test when the folder is missing."""

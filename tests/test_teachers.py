@@ -28,6 +28,8 @@ from interp_rl.teachers import (
     read_vecnormalize,
 )
 
+pytestmark = pytest.mark.usefixtures("single_torch_thread")
+
 # key -> (algo, zoo env, task, obs_dim, act_dim, normalised)
 EXPECTED = {
     "sac_halfcheetah": ("sac", "HalfCheetah", "HalfCheetah-v5", 17, 6, False),
@@ -182,10 +184,7 @@ def test_sac_q_values(teachers, key: str) -> None:
     assert q.shape == (4,)
     assert q.dtype == np.float64
     assert np.all(np.isfinite(q))
-    with pytest.raises(TeacherLoadError, match=re.escape(
-        "The SAC teacher has no state-value network (only PPO, A2C and TRPO do); "
-        "use value() for off-policy teachers."[:60]
-    )):
+    with pytest.raises(TeacherLoadError, match=re.escape("The SAC teacher has no state-value network")):
         t.value(obs)
 
 
