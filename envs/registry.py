@@ -128,9 +128,9 @@ class Task:
         variant = variant or EnvVariant()
         if variant.legacy_model:
             if self.legacy_model_file is None:
+                with_file = [t.id for t in TASKS.values() if t.legacy_model_file]
                 raise InvalidParameterError(
-                    f"{self.id} has no legacy model file; only "
-                    f"{', '.join(t.id for t in TASKS.values() if t.legacy_model_file)} do."
+                    f"{self.id} has no legacy model file; it exists for {', '.join(with_file)} only."
                 )
             kwargs.setdefault("xml_file", _gym_asset(self.legacy_model_file))
         env = gym.make(self.id, **kwargs)

@@ -23,17 +23,19 @@ from typing import Any
 import numpy as np
 import yaml
 
-from envs.registry import EnvVariant, get_task, make_vec_env
+from envs.registry import EnvVariant, env_factory, get_task, make_vec_env
 from envs.teachers import TEACHER_FILE
 from interp_rl._validation import check_int
 from interp_rl.errors import InterpRLError, InvalidParameterError
 from interp_rl.io import atomic_write, atomic_write_text
-from interp_rl.teachers import ALGORITHMS, ObsNormalizer, algorithm_class
+from interp_rl.rollouts import evaluate
+from interp_rl.teachers import ALGORITHMS, ObsNormalizer, SB3Teacher, algorithm_class
 
 __all__ = ["TrainConfig", "TrainInterrupted", "default_hyperparams", "train_teacher"]
 
 _OFF_POLICY = {"sac", "td3", "ddpg", "tqc"}
 _ACTIVATIONS = {"relu": "ReLU", "tanh": "Tanh", "elu": "ELU", "leaky_relu": "LeakyReLU"}
+_EVAL_SEED_OFFSET = 1_000_000
 _SETTINGS = {"normalize", "n_envs", "noise_type", "noise_std", "policy"}
 
 
@@ -59,6 +61,12 @@ class TrainConfig:
     """Steps between checkpoints; 0 picks ``max(1000, steps // 10)``."""
     hyperparams: dict[str, Any] = field(default_factory=dict)
     """Overrides of the per-task hyperparameters."""
+    eval_episodes: int = 5
+    """Deterministic episodes run at every checkpoint (0: none)."""
+    keep: str = "best"
+    """Which policy becomes ``model.zip``: ``best`` (highest checkpoint evaluation) or ``last``."""
+    threads: int = 1
+    """Torch CPU threads; one is fastest for these small networks (and never oversubscribes)."""
 
     def resolved_hyperparams(self) -> dict[str, Any]:
         """Per-task defaults updated with :attr:`hyperparams`."""
@@ -198,7 +206,8 @@ class _Run:
         self.hp = cfg.resolved_hyperparams()
         self.algo = cfg.algo.lower()
         self.task = get_task(cfg.task).id
-        self.history: list[dict[str, float]] = []
+        self.history: list[dict[str, Any]] = []
+        self.best: dict[str, Any] | None = None
 
     def make_venv(self) -> Any:
         n_envs = int(self.hp.get("n_envs", 1))
@@ -214,21 +223,57 @@ class _Run:
         eps = [e["r"] for e in model.ep_info_buffer] if model.ep_info_buffer else []
         return float(np.mean(eps)) if eps else None
 
+    def normalizer(self, model: Any) -> ObsNormalizer | None:
+        return _normalizer_of(model.get_env()) if self.hp.get("normalize") else None
+
+    def evaluate(self, model: Any) -> float | None:
+        """Deterministic return of the current policy (episodes seeded away from training)."""
+        if self.cfg.eval_episodes == 0:
+            return None
+        teacher = SB3Teacher(model, self.algo, self.task, normalizer=self.normalizer(model))
+        result = evaluate(teacher, env_factory(self.task), self.cfg.eval_episodes,
+                          seed=self.cfg.seed + _EVAL_SEED_OFFSET, task=self.task)
+        return result.mean_return
+
+    def record(self, model: Any) -> None:
+        """Evaluate, append to the history, and keep the best policy so far."""
+        if self.history and self.history[-1]["step"] == int(model.num_timesteps):
+            return
+        score = self.evaluate(model)
+        self.history.append({"step": int(model.num_timesteps), "eval_return": score,
+                             "recent_return": self.recent_return(model)})
+        if score is not None and (self.best is None or score > self.best["eval_return"]):
+            self.ckpt.mkdir(parents=True, exist_ok=True)
+            _save_zip(model, self.ckpt / "best_model.zip")
+            norm = self.normalizer(model)
+            if norm is not None:
+                norm.save(self.ckpt / "best_vecnormalize.npz")
+            self.best = {"step": int(model.num_timesteps), "eval_return": score}
+
     def checkpoint(self, model: Any) -> None:
         self.ckpt.mkdir(parents=True, exist_ok=True)
-        self.history.append({"step": int(model.num_timesteps), "recent_return": self.recent_return(model)})
+        self.record(model)
         _save_zip(model, self.ckpt / "model.zip")
         if self.algo in _OFF_POLICY:
             _save_buffer(model, self.ckpt / "replay_buffer.npz")
-        venv = model.get_env()
         if self.hp.get("normalize"):
-            _save_vecnorm(venv, self.ckpt / "vecnormalize_state.npz")
+            _save_vecnorm(model.get_env(), self.ckpt / "vecnormalize_state.npz")
         # state.json last: it marks the checkpoint complete.
         atomic_write_text(self.ckpt / "state.json", json.dumps(
-            {"num_timesteps": int(model.num_timesteps), "history": self.history}, indent=2))
+            {"num_timesteps": int(model.num_timesteps), "history": self.history, "best": self.best},
+            indent=2))
 
     def finish(self, model: Any) -> dict[str, Any]:
-        _save_zip(model, self.out / "model.zip")
+        self.record(model)
+        last = self.history[-1]
+        use_best = (self.cfg.keep == "best" and self.best is not None
+                    and self.best["step"] != last["step"])
+        if use_best:
+            shutil.copyfile(self.ckpt / "best_model.zip", self.ckpt / "chosen.zip")
+            os.replace(self.ckpt / "chosen.zip", self.out / "model.zip")
+        else:
+            _save_zip(model, self.out / "model.zip")
+        chosen = self.best if use_best else {"step": last["step"], "eval_return": last["eval_return"]}
         meta: dict[str, Any] = {
             "format": "interp-rl-teacher/1",
             "algo": self.algo,
@@ -236,11 +281,18 @@ class _Run:
             "model": "model.zip",
             "seed": self.cfg.seed,
             "steps": int(model.num_timesteps),
+            "kept": self.cfg.keep if use_best else "last",
+            "model_step": chosen["step"] if chosen else int(model.num_timesteps),
+            "model_eval_return": chosen["eval_return"] if chosen else None,
+            "eval_episodes": self.cfg.eval_episodes,
             "variant": EnvVariant().to_dict(),
             "history": self.history,
         }
         if self.hp.get("normalize"):
-            _normalizer_of(model.get_env()).save(self.out / "vecnormalize.npz")
+            if use_best:
+                ObsNormalizer.load(self.ckpt / "best_vecnormalize.npz").save(self.out / "vecnormalize.npz")
+            else:
+                _normalizer_of(model.get_env()).save(self.out / "vecnormalize.npz")
             meta["normalizer"] = "vecnormalize.npz"
         atomic_write_text(self.out / TEACHER_FILE, json.dumps(meta, indent=2) + "\n")
         return meta
@@ -267,6 +319,15 @@ def train_teacher(
     if cfg.algo.lower() not in ALGORITHMS:
         algorithm_class(cfg.algo)  # raises UnknownAlgorithmError
     check_int(cfg.checkpoint_every, "checkpoint_every", "train", low=0)
+    check_int(cfg.threads, "threads", "train")
+    check_int(cfg.eval_episodes, "eval_episodes", "train", low=0)
+    if cfg.keep not in ("best", "last"):
+        raise InvalidParameterError(
+            f"The 'keep' parameter of train must be 'best' or 'last'. Got {cfg.keep!r} instead."
+        )
+    import torch
+
+    torch.set_num_threads(cfg.threads)
     run = _Run(cfg)
     state_file = run.ckpt / "state.json"
     if not resume and (state_file.exists() or (run.out / TEACHER_FILE).exists()):
@@ -286,6 +347,7 @@ def train_teacher(
         state = json.loads(state_file.read_text())
         done = int(state["num_timesteps"])
         run.history = list(state.get("history", []))
+        run.best = state.get("best")
         if run.hp.get("normalize"):
             _load_vecnorm(venv, run.ckpt / "vecnormalize_state.npz")
         model = algorithm_class(run.algo).load(str(run.ckpt / "model.zip"), env=venv, device="cpu")

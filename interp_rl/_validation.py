@@ -46,7 +46,12 @@ def check_observations(
     Raises :class:`ObservationError` naming both sizes and the task on a shape
     mismatch, and the first offending feature on NaN/inf values.
     """
-    arr = np.asarray(obs, dtype=np.float64)
+    try:
+        arr = np.asarray(obs, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ObservationError(
+            f"obs must be a numeric array of shape (n, {expected_dim}) for {owner}; {exc}."
+        ) from None
     single = arr.ndim == 1
     if single:
         arr = arr[None, :]

@@ -123,6 +123,9 @@ def train(
     resume: Annotated[bool, typer.Option(help="Continue an interrupted run in --out.")] = False,
     hp: Annotated[list[str] | None, typer.Option(
         "--hp", help="Override a hyperparameter, KEY=VALUE (YAML value); repeatable.")] = None,
+    eval_episodes: Annotated[int, typer.Option(
+        help="Deterministic evaluation episodes at every checkpoint (0: none).")] = 5,
+    keep: Annotated[str, typer.Option(help="Save the 'best' evaluated policy or the 'last' one.")] = "best",
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
     """Train a teacher with the per-task hyperparameters; checkpoints allow --resume."""
@@ -138,12 +141,23 @@ def train(
         key, value = item.split("=", 1)
         overrides[key] = yaml.safe_load(value)
     cfg = TrainConfig(algo=algo.lower(), task=env, steps=steps, out=str(out_dir), seed=seed,
-                      checkpoint_every=checkpoint_every, hyperparams=overrides)
+                      checkpoint_every=checkpoint_every, hyperparams=overrides,
+                      eval_episodes=eval_episodes, keep=keep)
     meta = train_teacher(cfg, resume=resume, progress_bar=progress and sys.stderr.isatty())
-    last = meta["history"][-1]["recent_return"] if meta.get("history") else None
-    tail = f"; recent training return {last:.1f}" if last is not None else ""
-    out.print(f"Trained {meta['algo'].upper()} on {meta['task']} for {meta['steps']} steps; "
-              f"saved to {out_dir}{tail}.")
+    table = Table(title=f"{meta['algo'].upper()} on {meta['task']}, seed {meta['seed']}")
+    for col in ("step", "evaluation return", "training return (recent episodes)"):
+        table.add_column(col, justify="right")
+    for h in meta["history"]:
+        table.add_row(str(h["step"]), _fmt(h.get("eval_return")), _fmt(h.get("recent_return")))
+    out.print(table)
+    score = meta.get("model_eval_return")
+    out.print(f"Saved the {meta['kept']} policy (step {meta['model_step']}"
+              + (f", evaluation return {score:.1f}" if score is not None else "")
+              + f") to {out_dir}.")
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 @app.command()
@@ -166,6 +180,9 @@ def evaluate(
     from interp_rl.rollouts import evaluate as run_eval
 
     check_int(episodes, "episodes", "evaluate")
+    import torch
+
+    torch.set_num_threads(1)  # small batches: one thread is fastest and never oversubscribes
     t = load_teacher(teacher, env=env, algo=algo, folder=folder, exp_id=exp_id, legacy_model=legacy_model)
     if env is not None and get_task(env).id != t.task:  # pragma: no cover - load_teacher resolves env
         raise InterpRLError(f"Teacher expects {t.task}, not {env}.")

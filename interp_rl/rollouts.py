@@ -83,7 +83,7 @@ def _policy_actions(policy: Policy, obs: np.ndarray, task: str) -> np.ndarray:
     if not np.all(np.isfinite(obs)):
         col = int(np.argwhere(~np.isfinite(obs))[0][1])
         raise ObservationError(
-            f"The environment {task or ''} returned a non-finite observation at index {col}; "
+            f"The environment{f' {task}' if task else ''} returned a non-finite observation at index {col}; "
             "the simulation diverged."
         )
     return np.asarray(policy.predict(obs), dtype=np.float64)

@@ -170,7 +170,8 @@ def load_sb3_model(path: str | Path, algo: str | None = None) -> tuple[Any, str]
     except (ValueError, KeyError, RuntimeError, TypeError, AttributeError, pickle.UnpicklingError,
             zipfile.BadZipFile, ModuleNotFoundError) as exc:
         raise TeacherLoadError(
-            f"Could not load {str(path)!r} as a {algo.upper()} model: {type(exc).__name__}: {exc}"
+            f"Could not load {str(path)!r} as a {algo.upper()} model: {type(exc).__name__}: "
+            f"{' '.join(str(exc).split())[:300]}"
         ) from None
     return model, algo
 
@@ -220,7 +221,8 @@ class _Record:
         self._args = args
 
     def __setstate__(self, state: Any) -> None:
-        if isinstance(state, tuple) and len(state) == 2:  # (dict, slots)
+        pair = isinstance(state, tuple) and len(state) == 2
+        if pair and all(part is None or isinstance(part, dict) for part in state):  # (dict, slots)
             state = {**(state[0] or {}), **(state[1] or {})}
         if isinstance(state, dict):
             self.__dict__.update(state)
@@ -255,7 +257,7 @@ class _RestrictedUnpickler(pickle.Unpickler):
             return lambda cls, base, state: cls()
         if module == "builtins" and name in ("object",):
             return object
-        if module == "numpy.random._pickle":  # old RNG states: kept as inert records
+        if module.startswith("numpy.random."):  # RNG states and bit generators: inert records
             return lambda *a, **k: _Record()
         raise pickle.UnpicklingError(f"refusing to load global {module}.{name}")
 

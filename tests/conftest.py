@@ -1,14 +1,18 @@
-"""Shared fixtures: the pretrained zoo teachers in ``/work/shared/teachers`` and small policies."""
+"""Shared fixtures: the pretrained zoo teachers in ``../shared/teachers`` and small policies."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-#: The repository is ``/work/main``; the read-only zoo agents live in ``/work/shared/teachers``.
-SHARED_TEACHERS = Path(__file__).resolve().parents[2] / "shared" / "teachers"
+#: The read-only zoo agents live in ``shared/teachers`` beside the checkout, or in
+#: ``$INTERP_RL_TEACHERS``.
+SHARED_TEACHERS = Path(
+    os.environ.get("INTERP_RL_TEACHERS", Path(__file__).resolve().parents[2] / "shared" / "teachers")
+)
 
 #: key -> (algorithm, zoo env name) of every shared teacher.
 TEACHER_SPECS: dict[str, tuple[str, str]] = {

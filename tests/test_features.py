@@ -276,7 +276,7 @@ def test_walker2d_legacy_model_feet_friction() -> None:
 def test_legacy_model_only_for_walker2d() -> None:
     from interp_rl.errors import InvalidParameterError
 
-    with pytest.raises(InvalidParameterError, match=r"^Hopper-v5 has no legacy model file; only Walker2d-v5"):
+    with pytest.raises(InvalidParameterError, match=r"^Hopper-v5 has no legacy model file; it exists for Walker2d-v5 only\.$"):
         envs.make_env("Hopper-v5", 0, envs.EnvVariant(legacy_model=True))
 
 

@@ -397,11 +397,6 @@ def test_read_shared_vecnormalize(shared_teachers: Path) -> None:
     assert np.all(ant.var[-84:] < 1e-6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="library bug: _RestrictedUnpickler refuses numpy.random.* globals (PCG64, SeedSequence) "
-    "that VecNormalize files saved by current SB3/numpy contain",
-)
 def test_read_vecnormalize_saved_by_current_sb3(tmp_path: Path) -> None:
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 

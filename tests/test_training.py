@@ -100,7 +100,8 @@ def test_every_algorithm_trains_and_loads_as_a_teacher(tmp_path: Path, algo: str
     hp = {"learning_starts": 50, "batch_size": 32} if algo in {"sac", "td3", "ddpg", "tqc"} else {}
     if algo in {"ppo", "trpo"}:
         hp = {"n_steps": 64, "batch_size": 32}
-    cfg = TrainConfig(algo, "Pendulum-v1", 256, str(tmp_path / algo), seed=0, hyperparams=hp)
+    cfg = TrainConfig(algo, "Pendulum-v1", 256, str(tmp_path / algo), seed=0, hyperparams=hp,
+                      eval_episodes=1)
     meta = train_teacher(cfg, progress_bar=False)
     teacher = load_teacher(tmp_path / algo)
     assert (teacher.algo, teacher.task) == (algo, "Pendulum-v1")
@@ -117,6 +118,17 @@ def test_every_algorithm_trains_and_loads_as_a_teacher(tmp_path: Path, algo: str
     assert (tmp_path / algo / "vecnormalize.npz").exists() == bool(normalised)
 
 
+def test_keep_last_and_bad_keep(tmp_path: Path) -> None:
+    cfg = TrainConfig("sac", "Pendulum-v1", 300, str(tmp_path / "last"), seed=1, checkpoint_every=100,
+                      hyperparams={"learning_starts": 50}, eval_episodes=1, keep="last")
+    meta = train_teacher(cfg, progress_bar=False)
+    assert meta["kept"] == "last" and meta["model_step"] == 300
+    assert [h["step"] for h in meta["history"]] == [100, 200, 300]
+    with pytest.raises(InvalidParameterError, match=r"^The 'keep' parameter of train must be 'best' or "
+                       r"'last'\. Got 'worst' instead\.$"):
+        train_teacher(TrainConfig("sac", "Pendulum-v1", 10, str(tmp_path / "x"), keep="worst"))
+
+
 def test_bad_training_input(tmp_path: Path) -> None:
     with pytest.raises(InvalidParameterError, match=r"^The 'steps' parameter of train must be an int in "
                        r"\[1, inf\)\. Got -5 instead\.$"):
@@ -131,8 +143,10 @@ def test_sac_balances_the_inverted_pendulum_within_the_readme_budget(tmp_path: P
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     cmd = "interp-rl train --algo sac --env InvertedPendulum-v5 --steps 10000 --seed 0"
     assert cmd in readme
-    train_teacher(TrainConfig("sac", "InvertedPendulum-v5", 10_000, str(tmp_path / "ip"), seed=0),
-                  progress_bar=False)
+    meta = train_teacher(TrainConfig("sac", "InvertedPendulum-v5", 10_000, str(tmp_path / "ip"), seed=0),
+                         progress_bar=False)
+    best = max(h["eval_return"] for h in meta["history"])
+    assert meta["model_eval_return"] == best, "the best evaluated policy was not the one kept"
     teacher = load_teacher(tmp_path / "ip")
     result = evaluate(teacher, teacher.env_fn, 10, seed=0)
     assert result.mean_return == pytest.approx(1000.0)
