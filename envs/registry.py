@@ -281,11 +281,10 @@ def make_vec_env(task: str, n_envs: int, seed: int = 0, variant: EnvVariant | No
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     t = get_task(task)
-    fns = [
-        (lambda i=i: Monitor(t.make(seed + i, variant)))  # noqa: B023 - bound by default arg
-        for i in range(n_envs)
-    ]
-    venv = DummyVecEnv(fns)
+    def factory(i: int) -> Callable[[], gym.Env]:
+        return lambda: Monitor(t.make(seed + i, variant))
+
+    venv = DummyVecEnv([factory(i) for i in range(n_envs)])
     venv.seed(seed)
     return venv
 

@@ -118,7 +118,7 @@ def _save_zip(model: Any, path: Path) -> None:
     atomic_write(path, _w)
 
 
-def _save_npz(path: Path, **arrays: np.ndarray) -> None:
+def _save_npz(path: Path, **arrays: Any) -> None:
     def _w(tmp: str) -> None:
         with open(tmp, "wb") as fh:
             np.savez(fh, **arrays)

@@ -57,7 +57,7 @@ def test_episode_i_is_reset_with_seed_plus_i(pendulum_fn, constant_policy, n_env
     else:
         firsts = list(policy.calls[0])
     assert len(firsts) == 3
-    for got, want in zip(firsts, expected):
+    for got, want in zip(firsts, expected, strict=False):
         np.testing.assert_array_equal(got, want)
     # Different seeds give different starts.
     assert not np.allclose(expected[0], expected[1])
