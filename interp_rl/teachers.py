@@ -286,8 +286,29 @@ def read_vecnormalize(path: str | Path) -> ObsNormalizer:
     return ObsNormalizer(mean, var, clip, eps)
 
 
+@contextlib.contextmanager
+def _torch_threads(n: int) -> Iterator[None]:
+    """Run torch on ``n`` CPU threads inside the block, then restore the setting."""
+    import torch
+
+    before = torch.get_num_threads()
+    if before != n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if before != n:
+            torch.set_num_threads(before)
+
+
 class SB3Teacher:
     """A loaded SB3 agent: batched deterministic actions on *raw* observations.
+
+    Inference runs on ``threads`` torch threads (default 1): the floating-point
+    results of a network depend on how its sums are split across threads, and a
+    MuJoCo rollout amplifies the last bit, so a fixed count keeps returns
+    identical from run to run and machine to machine. One thread is also the
+    fastest for these small networks on small batches.
 
     Parameters
     ----------
@@ -319,8 +340,10 @@ class SB3Teacher:
         feature_names: Sequence[str] | None = None,
         source: str = "",
         variant: dict[str, Any] | None = None,
+        threads: int = 1,
     ) -> None:
         self.model = model
+        self.threads = threads
         self.algo = algo
         self.task = task
         self.normalizer = normalizer
@@ -359,7 +382,8 @@ class SB3Teacher:
     def predict(self, obs: np.ndarray) -> np.ndarray:
         """Deterministic actions, shape ``(n, act_dim)``, for raw ``obs`` ``(n, obs_dim)``."""
         arr, single = self._prepare(obs)
-        actions, _ = self.model.predict(arr, deterministic=True)
+        with _torch_threads(self.threads):
+            actions, _ = self.model.predict(arr, deterministic=True)
         actions = np.asarray(actions, dtype=np.float64).reshape(len(arr), self.act_dim)
         actions = np.clip(actions, self.action_low, self.action_high)
         return actions[0] if single else actions
@@ -382,7 +406,7 @@ class SB3Teacher:
         arr, _ = self._prepare(obs)
         acts = np.asarray(actions, dtype=np.float64).reshape(len(arr), self.act_dim)
         scaled = self.model.policy.scale_action(acts).astype(np.float32)
-        with th.no_grad():
+        with th.no_grad(), _torch_threads(self.threads):
             o = th.as_tensor(arr)
             a = th.as_tensor(scaled)
             if self.algo == "tqc":
@@ -403,6 +427,6 @@ class SB3Teacher:
                 "and TRPO do); use q_values() for off-policy teachers."
             )
         arr, _ = self._prepare(obs)
-        with th.no_grad():
+        with th.no_grad(), _torch_threads(self.threads):
             v = self.model.policy.predict_values(th.as_tensor(arr))[:, 0]
         return v.numpy().astype(np.float64)

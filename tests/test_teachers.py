@@ -558,3 +558,21 @@ def test_same_seed_gives_bit_identical_returns(teachers) -> None:
     assert a.lengths == b.lengths
     c = evaluate(t, t.env_fn, 3, seed=12)
     assert c.returns != a.returns
+
+
+def test_returns_do_not_depend_on_the_global_torch_thread_count(teachers) -> None:
+    import torch
+
+    from interp_rl.rollouts import evaluate
+
+    teacher = teachers["sac_halfcheetah"]
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        two = evaluate(teacher, teacher.env_fn, 2, seed=11).returns
+        torch.set_num_threads(1)
+        one = evaluate(teacher, teacher.env_fn, 2, seed=11).returns
+        assert torch.get_num_threads() == 1, "predict must restore the caller's thread count"
+    finally:
+        torch.set_num_threads(before)
+    assert one == two
