@@ -140,8 +140,10 @@ def load_teacher(
 
     Examples
     --------
-    >>> teacher = load_teacher("../shared/teachers/ppo/Hopper-v3_1/Hopper-v3.zip")  # doctest: +SKIP
-    >>> teacher.task, teacher.algo
+    The published RL-Zoo agents (a file the user names; it is not shipped):
+
+    >>> teacher = load_teacher("teachers/ppo/Hopper-v3_1/Hopper-v3.zip")  # doctest: +SKIP
+    >>> teacher.task, teacher.algo  # doctest: +SKIP
     ('Hopper-v5', 'ppo')
     """
     meta: dict[str, Any] = {}
