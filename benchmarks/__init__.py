@@ -1,0 +1,5 @@
+"""Benchmarks and their committed reports (``benchmarks/results/``).
+
+- ``python -m benchmarks.teacher_returns``: returns of the shared RL-Zoo teachers on ``-v5``.
+- ``python -m benchmarks.train_budget``: steps ``interp-rl train`` needs to solve a task.
+"""

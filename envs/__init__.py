@@ -14,9 +14,11 @@ from envs.registry import (
     resolve_task,
 )
 from envs.teachers import load_teacher
+from envs.training import TrainConfig, train_teacher
 
 __all__ = [
     "TASKS",
+    "TrainConfig",
     "EnvVariant",
     "Feature",
     "Task",
@@ -28,4 +30,5 @@ __all__ = [
     "make_vec_env",
     "observation_dim",
     "resolve_task",
+    "train_teacher",
 ]
