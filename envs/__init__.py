@@ -13,6 +13,7 @@ from envs.registry import (
     observation_dim,
     resolve_task,
 )
+from envs.rollouts import collect, evaluate
 from envs.teachers import load_teacher
 from envs.training import TrainConfig, train_teacher
 
@@ -22,7 +23,9 @@ __all__ = [
     "EnvVariant",
     "Feature",
     "Task",
+    "collect",
     "env_factory",
+    "evaluate",
     "get_task",
     "list_tasks",
     "load_teacher",

@@ -2,8 +2,8 @@
 
 These functions take an *environment factory* ``env_fn(seed) -> gymnasium.Env``
 so the core never depends on a task registry; :mod:`envs` supplies factories
-for named tasks (``envs.env_factory("Hopper-v5")``) and the task-aware
-wrappers ``envs.evaluate`` / ``envs.collect``.
+for named tasks (``envs.env_factory("Hopper-v5")``) and the task-level
+wrappers ``envs.evaluate(policy, "Hopper-v5", ...)`` / ``envs.collect(...)``.
 """
 
 from __future__ import annotations

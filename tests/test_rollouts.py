@@ -274,3 +274,18 @@ def test_sb3_evaluate_policy_runs_with_adapter(teachers) -> None:
     assert np.isfinite(mean) and np.isfinite(std)
     # The Swimmer teacher is steady (336 ± 4 on v5).
     assert abs(mean - 336.0) <= 0.05 * 336.0
+
+
+def test_task_level_evaluate_and_collect(teachers) -> None:
+    import envs
+    from interp_rl.errors import ObservationError
+
+    teacher = teachers["ppo_hopper"]
+    by_task = envs.evaluate(teacher, "Hopper-v5", episodes=2, seed=3)
+    own = envs.evaluate(teacher, episodes=2, seed=3)
+    assert by_task.returns == own.returns and by_task.task == "Hopper-v5"
+    data = envs.collect(teacher, steps=50, seed=0)
+    assert data.observations.shape == (50, 11) and data.actions.shape == (50, 3)
+    with pytest.raises(ObservationError, match=re.escape(
+            "The policy observes 11 features, but Walker2d-v5 gives 17; is it a policy for another task?")):
+        envs.evaluate(teacher, "Walker2d-v5", episodes=1)
