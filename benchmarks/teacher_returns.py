@@ -47,10 +47,11 @@ def sb3_protocol(teacher: Any, episodes: int, seed: int) -> list[float]:
 
     venv = DummyVecEnv([lambda: Monitor(teacher.env_fn(seed))])
     venv.seed(seed)
-    returns, _ = evaluate_policy(as_sb3_predictor(teacher), venv, n_eval_episodes=episodes,
-                                 deterministic=True, return_episode_rewards=True)
+    returns, _ = evaluate_policy(as_sb3_predictor(teacher), venv,  # type: ignore[arg-type]
+                                 n_eval_episodes=episodes, deterministic=True,
+                                 return_episode_rewards=True)
     venv.close()
-    return [float(r) for r in returns]
+    return [float(r) for r in returns]  # type: ignore[union-attr]
 
 
 def measure(teachers: Path, seed: int = 0, long_episodes: int = 100) -> list[dict[str, Any]]:
