@@ -11,10 +11,13 @@ checkpoint.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -298,12 +301,28 @@ class _Run:
         return meta
 
 
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM (``kill``, a scheduler's stop) like Ctrl-C while training runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, _raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def train_teacher(
     cfg: TrainConfig,
     *,
     resume: bool = False,
     progress_bar: bool = True,
-    on_checkpoint: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Train ``cfg.algo`` on ``cfg.task``; return the ``teacher.json`` metadata.
 
@@ -360,9 +379,10 @@ def train_teacher(
     cp.last = done
     remaining = steps - done
     try:
-        if remaining > 0:
-            model.learn(total_timesteps=remaining, callback=cp.callback, reset_num_timesteps=done == 0,
-                        progress_bar=progress_bar)
+        with _sigterm_as_interrupt():
+            if remaining > 0:
+                model.learn(total_timesteps=remaining, callback=cp.callback,
+                            reset_num_timesteps=done == 0, progress_bar=progress_bar)
     except KeyboardInterrupt:
         run.checkpoint(model)
         raise TrainInterrupted(

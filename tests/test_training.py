@@ -27,6 +27,13 @@ def _train_cmd(out: Path, steps: int, every: int, *extra: str) -> list[str]:
             "--out", str(out), "--no-progress", *extra]
 
 
+def _popen(cmd: list[str]) -> subprocess.Popen[bytes]:
+    # A shell that runs jobs in the background starts them with SIGINT ignored, and Python keeps
+    # it ignored; give the child the default disposition so Ctrl-C reaches it as it would a user.
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
 def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
     start = time.time()
     while not path.exists():
@@ -40,7 +47,7 @@ def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout: float = 120.0)
 
 def test_killed_run_resumes_from_its_checkpoint(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    proc = subprocess.Popen(_train_cmd(out, 1200, 400), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = _popen(_train_cmd(out, 1200, 400))
     _wait_for(out / "checkpoint" / "state.json", proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -70,16 +77,32 @@ def test_killed_run_resumes_from_its_checkpoint(tmp_path: Path) -> None:
 
 def test_ctrl_c_writes_a_checkpoint(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    proc = subprocess.Popen(_train_cmd(out, 100_000, 300), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = _popen(_train_cmd(out, 100_000, 300))
     _wait_for(out / "checkpoint" / "state.json", proc)
     proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=120)
+    try:
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
     assert proc.returncode == 130
     line = stderr.decode().strip().splitlines()[-1]
     assert line.startswith("Error: Training interrupted at step ")
     assert line.endswith("Rerun with --resume to continue.")
     stopped = int(line.split("at step ")[1].split(" ")[0])
     assert json.loads((out / "checkpoint" / "state.json").read_text())["num_timesteps"] == stopped
+
+
+def test_sigterm_also_writes_a_checkpoint(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = _popen(_train_cmd(out, 100_000, 300))
+    _wait_for(out / "checkpoint" / "state.json", proc)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    assert "Rerun with --resume to continue." in stderr.decode()
 
 
 def test_same_seed_same_teacher_bit_for_bit(tmp_path: Path) -> None:
