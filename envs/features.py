@@ -256,9 +256,9 @@ class BodyArray(ObservationBlock):
         out = []
         for b in range(self.first_body, model.nbody):
             bn = body_name(model, b)
-            short = "cfrc" if self.field == "cfrc_ext" else self.field
             for comp, unit in comps:
-                name = f"{bn}_{comp}" if self.field == "cfrc_ext" else f"{bn}_{short}_{comp}"
+                # cfrc_ext components already say what they are (ext_force_x)
+                name = f"{bn}_{comp}" if self.field == "cfrc_ext" else f"{bn}_{self.field}_{comp}"
                 out.append(Feature(name, unit, f"{what} of body '{bn}'{note}"))
         return out
 

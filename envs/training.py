@@ -180,23 +180,19 @@ def _normalizer_of(venv: Any) -> ObsNormalizer:
                          float(venv.clip_obs), float(venv.epsilon))
 
 
-class _Checkpointer:
-    """SB3 callback: checkpoint every ``every`` steps and record episode returns."""
+def _checkpoint_callback(run: _Run, every: int, last: int) -> Any:
+    """An SB3 callback that checkpoints ``run`` every ``every`` steps."""
+    from stable_baselines3.common.callbacks import BaseCallback
 
-    def __init__(self, run: _Run, every: int) -> None:
-        from stable_baselines3.common.callbacks import BaseCallback
+    class _Checkpoint(BaseCallback):  # type: ignore[misc]
+        def _on_step(self) -> bool:
+            nonlocal last
+            if self.num_timesteps - last >= every:
+                run.checkpoint(self.model)
+                last = self.num_timesteps
+            return True
 
-        outer = self
-
-        class _CB(BaseCallback):  # type: ignore[misc]
-            def _on_step(self) -> bool:
-                if self.num_timesteps - outer.last >= every:
-                    run.checkpoint(self.model)
-                    outer.last = self.num_timesteps
-                return True
-
-        self.last = 0
-        self.callback = _CB()
+    return _Checkpoint()
 
 
 class _Run:
@@ -375,13 +371,12 @@ def train_teacher(
     else:
         model = _build_model(cfg, run.hp, venv)
     every = cfg.checkpoint_every or max(1000, steps // 10)
-    cp = _Checkpointer(run, every)
-    cp.last = done
+    callback = _checkpoint_callback(run, every, done)
     remaining = steps - done
     try:
         with _sigterm_as_interrupt():
             if remaining > 0:
-                model.learn(total_timesteps=remaining, callback=cp.callback,
+                model.learn(total_timesteps=remaining, callback=callback,
                             reset_num_timesteps=done == 0, progress_bar=progress_bar)
     except KeyboardInterrupt:
         run.checkpoint(model)
