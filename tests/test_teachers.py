@@ -345,7 +345,11 @@ def test_unknown_algorithm_in_load_teacher(shared_teachers: Path) -> None:
 
 
 class _Evil:
-    """Pickles as a call to ``os.system``."""
+    """Pickles as a call to ``os.system``: the hostile input the restricted unpickler must refuse.
+
+    The tests write such pickles only to prove they are never executed; interp-rl itself
+    never writes pickles.
+    """
 
     def __init__(self, cmd: str) -> None:
         self.cmd = cmd
