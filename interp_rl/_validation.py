@@ -9,7 +9,7 @@ import numpy as np
 
 from interp_rl.errors import InvalidParameterError, ObservationError
 
-__all__ = ["check_int", "check_observations"]
+__all__ = ["check_choice", "check_float", "check_int", "check_observations"]
 
 
 def check_int(value: Any, name: str, owner: str, *, low: int = 1, high: int | None = None) -> int:
@@ -30,6 +30,61 @@ def check_int(value: Any, name: str, owner: str, *, low: int = 1, high: int | No
         return int(value)
     raise InvalidParameterError(
         f"The '{name}' parameter of {owner} must be an int in [{low}, {upper}. Got {value!r} instead."
+    )
+
+
+def check_float(
+    value: Any,
+    name: str,
+    owner: str,
+    *,
+    low: float = 0.0,
+    high: float = float("inf"),
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """Return ``value`` as a float or raise an error naming the parameter.
+
+    Examples
+    --------
+    >>> check_float(0.5, "beta", "DAgger", high=1.0)
+    0.5
+    >>> check_float(-1, "beta", "DAgger", high=1.0)
+    Traceback (most recent call last):
+    ...
+    interp_rl.errors.InvalidParameterError: The 'beta' parameter of DAgger must be a float in [0.0, 1.0]. Got -1 instead.
+    """
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    if ok:
+        v = float(value)
+        above = v > low if low_open else v >= low
+        below = v < high if high_open else v <= high
+        if np.isfinite(v) and above and below:
+            return v
+    lo = "(" if low_open else "["
+    hi = ")" if high_open or high == float("inf") else "]"
+    raise InvalidParameterError(
+        f"The '{name}' parameter of {owner} must be a float in {lo}{low}, {high}{hi}. Got {value!r} instead."
+    )
+
+
+def check_choice(value: Any, name: str, owner: str, choices: Sequence[str]) -> str:
+    """Return ``value`` if it is one of ``choices`` or raise an error listing them.
+
+    Examples
+    --------
+    >>> check_choice("linear", "leaf_model", "TreePolicy", ["constant", "linear"])
+    'linear'
+    >>> check_choice("cubic", "leaf_model", "TreePolicy", ["constant", "linear"])
+    Traceback (most recent call last):
+    ...
+    interp_rl.errors.InvalidParameterError: The 'leaf_model' parameter of TreePolicy must be one of 'constant', 'linear'. Got 'cubic' instead.
+    """
+    if isinstance(value, str) and value in choices:
+        return value
+    options = ", ".join(repr(c) for c in choices)
+    raise InvalidParameterError(
+        f"The '{name}' parameter of {owner} must be one of {options}. Got {value!r} instead."
     )
 
 

@@ -1,0 +1,735 @@
+"""Ship a controller: standalone Python and C source that reproduce its actions bit for bit.
+
+:func:`to_python` and :func:`to_c` turn a :class:`~interp_rl.program.Controller` into source
+code with no dependency on interp-rl (Python: standard library only; C: C99, no libm). Both
+follow the arithmetic contract of :mod:`interp_rl.program` literally:
+
+* a split goes left when ``obs[j] <= threshold``;
+* a leaf computes ``y = intercept + c1 * obs[j1] + c2 * obs[j2] + ...`` left to right, over its
+  non-zero terms in ascending feature order (a negative coefficient is written as
+  ``- |c| * obs[j]``, which IEEE 754 defines to be the same operation);
+* then ``y = min(max(y, low), high)`` with Python's ``min``/``max`` (C uses the same
+  comparisons), skipping infinite bounds.
+
+Every number is printed with ``repr(float)``, the shortest decimal that reads back as the same
+double, in both languages. The C file turns off floating-point contraction (a fused multiply-add
+rounds once instead of twice and changes the last bit) with ``#pragma GCC optimize`` for GCC and
+``#pragma STDC FP_CONTRACT OFF`` elsewhere, and refuses to compile with ``-ffast-math`` or
+excess-precision arithmetic unless ``INTERP_RL_ALLOW_INEXACT`` is defined. Compile it with
+``-ffp-contract=off`` all the same.
+
+:func:`write_exports` writes ``controller.json``, ``controller.py`` and ``controller.c`` side by
+side; :func:`load_python_controller`, :func:`compile_c` and :func:`load_c_controller` bring the
+exported code back into Python (for tests and for :func:`measure_latency`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import itertools
+import math
+import os
+import shlex
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+from interp_rl._validation import check_int
+from interp_rl.errors import InterpRLError
+from interp_rl.io import atomic_write_text
+from interp_rl.program import FORMAT, FORMAT_VERSION, Controller, Signal, TreeProgram
+
+__all__ = [
+    "C_FLAGS",
+    "ExportError",
+    "compile_c",
+    "load_c_controller",
+    "load_python_controller",
+    "measure_latency",
+    "to_c",
+    "to_python",
+    "write_exports",
+]
+
+#: Flags :func:`compile_c` passes to the C compiler (before the output flags).
+C_FLAGS = ("-O2", "-std=c99", "-ffp-contract=off")
+
+#: Deepest tree :func:`to_python` can write: CPython allows 100 levels of indentation and a
+#: leaf at depth ``d`` sits at level ``d + 1`` inside ``act``.
+MAX_PYTHON_DEPTH = 98
+
+_WIDTH = 100  # wrap generated lines longer than this (one term per line)
+_module_counter = itertools.count()
+
+
+class ExportError(InterpRLError, RuntimeError):
+    """A controller cannot be exported, compiled or loaded back."""
+
+
+# ------------------------------------------------------------------------------ helpers
+def _lit(value: float) -> str:
+    """Exact literal of a finite double, valid in Python and C (``repr`` always has ``.`` or ``e``)."""
+    text = repr(float(value))
+    if not math.isfinite(float(value)):  # pragma: no cover - guarded by _check_exportable
+        raise ExportError(f"Cannot write the non-finite number {text} as a literal.")
+    return text
+
+
+def _comment(text: str) -> str:
+    """``text`` made safe for a one-line comment in Python or C."""
+    safe = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return safe.replace("*/", "* /")
+
+
+def _label(signal: Signal) -> str:
+    return _comment(signal.label)
+
+
+def _bounds_text(low: float, high: float) -> str:
+    if math.isinf(low) and math.isinf(high):
+        return "not clipped"
+    return f"clipped to [{float(low)!r}, {float(high)!r}]"
+
+
+def _check_exportable(controller: Controller) -> TreeProgram:
+    prog = controller.program
+    if not isinstance(prog, TreeProgram):
+        raise ExportError(f"Cannot export a program of kind {controller.kind!r}; only trees are supported.")
+    for name in ("action_low", "action_high"):
+        if np.any(np.isnan(getattr(prog, name))):
+            raise ExportError(f"The controller's {name} holds NaN; action bounds must be numbers or +-inf.")
+    return prog
+
+
+def _tree_events(prog: TreeProgram) -> list[tuple[str, int, int]]:
+    """``(kind, node, depth)`` in source order; kind is ``if``, ``else``, ``end`` or ``leaf``.
+
+    Iterative, so a deep tree does not hit Python's recursion limit.
+    """
+    events: list[tuple[str, int, int]] = []
+    stack: list[tuple[str, int, int]] = [("visit", 0, 0)]
+    while stack:
+        kind, node, depth = stack.pop()
+        if kind != "visit":
+            events.append((kind, node, depth))
+        elif prog.left[node] < 0:
+            events.append(("leaf", node, depth))
+        else:
+            events.append(("if", node, depth))
+            stack.extend([
+                ("end", node, depth),
+                ("visit", int(prog.right[node]), depth + 1),
+                ("else", node, depth),
+                ("visit", int(prog.left[node]), depth + 1),
+            ])
+    return events
+
+
+def _affine_parts(prog: TreeProgram, node: int, out: int) -> list[str]:
+    """``["0.25", "+ 2.0 * obs[1]", "- 3.0 * obs[4]"]``: the leaf output, in evaluation order."""
+    parts = [_lit(prog.intercept[node, out])]
+    for j, c in prog.leaf_terms(node, out):
+        sign = "-" if math.copysign(1.0, c) < 0 else "+"
+        parts.append(f"{sign} {_lit(abs(c))} * obs[{j}]")
+    return parts
+
+
+def _assignment(indent: str, target: str, parts: list[str], end: str, *, python: bool) -> list[str]:
+    """``target = parts...`` on one line, or one term per line when too long (order unchanged)."""
+    line = f"{indent}{target} = {' '.join(parts)}{end}"
+    if len(line) <= _WIDTH or len(parts) == 1:
+        return [line]
+    if python:  # parentheses keep the continuation; a + b + c still groups as (a + b) + c
+        head = f"{indent}{target} = ("
+        pad = " " * len(head)
+        return [head + parts[0]] + [pad + p for p in parts[1:-1]] + [pad + parts[-1] + ")" + end]
+    head = f"{indent}{target} = "
+    pad = " " * len(head)
+    return [head + parts[0]] + [pad + p for p in parts[1:-1]] + [pad + parts[-1] + end]
+
+
+# ------------------------------------------------------------------------------ Python
+def to_python(controller: Controller) -> str:
+    """Source of a standalone Python module whose ``act(obs)`` reproduces ``controller.predict``.
+
+    The module uses the standard library only and defines ``act(obs: list[float]) -> list[float]``
+    for one raw observation, plus the constants ``OBS_DIM``, ``ACT_DIM``, ``FEATURES``,
+    ``ACTIONS`` and ``FORMAT_VERSION``. ``act`` raises ``ValueError`` when ``obs`` has the wrong
+    length or a non-finite value (as ``predict`` does).
+
+    Parameters
+    ----------
+    controller : Controller
+        A tree controller.
+
+    Returns
+    -------
+    str
+        The module source: a header naming the task, every feature with its unit, every action
+        with its bounds and the controller format version, then nested ``if``/``else`` blocks
+        following the tree, each split commented with its feature.
+
+    Raises
+    ------
+    ExportError
+        If the tree is deeper than :data:`MAX_PYTHON_DEPTH` (CPython's indentation limit; export
+        to C instead) or the action bounds hold NaN.
+
+    Examples
+    --------
+    >>> from interp_rl.program import Controller, Signal, TreeProgram
+    >>> prog = TreeProgram.from_leaves(
+    ...     feature=[0, -1, -1], threshold=[0.5, 0.0, 0.0], left=[1, -1, -1], right=[2, -1, -1],
+    ...     intercept=[[0.0], [-1.0], [0.25]], coef={2: {(0, 1): 2.0}}, obs_dim=2)
+    >>> ctrl = Controller(prog, features=[Signal("angle", "rad"), Signal("speed", "m/s")],
+    ...                   actions=[Signal("torque", "N m")])
+    >>> src = to_python(ctrl)
+    >>> print(src[src.index("    if obs"):], end="")
+        if obs[0] <= 0.5:  # angle [rad]
+            # leaf 1
+            y0 = -1.0
+        else:
+            # leaf 2
+            y0 = 0.25 + 2.0 * obs[1]
+        return [y0]
+    >>> namespace: dict = {}
+    >>> exec(src, namespace)
+    >>> namespace["act"]([1.0, 3.0]), ctrl.predict([1.0, 3.0]).tolist()
+    ([6.25], [6.25])
+    """
+    prog = _check_exportable(controller)
+    if prog.depth > MAX_PYTHON_DEPTH:
+        raise ExportError(
+            f"The tree has depth {prog.depth}, deeper than the {MAX_PYTHON_DEPTH} levels of nested blocks "
+            "Python allows; export it to C (to_c) or prune it."
+        )
+    obs_dim, act_dim = prog.obs_dim, prog.act_dim
+    lines = [
+        '"""Standalone controller exported by interp-rl: ``act(obs)`` maps one raw observation to actions.',
+        "",
+        "Standard library only. The arithmetic follows the interp-rl controller contract, so ``act``",
+        "returns the same floats, bit for bit, as ``Controller.predict``: at a leaf",
+        "``y = intercept + c1 * obs[j1] + ...`` is evaluated left to right in ascending feature order,",
+        "then clipped as ``min(max(y, low), high)``; a split goes left when ``obs[j] <= threshold``.",
+        '"""',
+        "",
+        f"# task: {_comment(controller.task) or '(none)'}",
+        f"# format: {FORMAT} version {FORMAT_VERSION}",
+        f"# observations (OBS_DIM = {obs_dim}):",
+        *(f"#   obs[{i}] = {_label(s)}" for i, s in enumerate(controller.features)),
+        f"# actions (ACT_DIM = {act_dim}); yI in act() is action[I]:",
+        *(
+            f"#   action[{i}] = {_label(s)}, {_bounds_text(prog.action_low[i], prog.action_high[i])}"
+            for i, s in enumerate(controller.actions)
+        ),
+        "",
+        "import math",
+        "",
+        f"FORMAT_VERSION = {FORMAT_VERSION}",
+        f"OBS_DIM = {obs_dim}",
+        f"ACT_DIM = {act_dim}",
+        *_python_tuple("FEATURES", controller.feature_names),
+        *_python_tuple("ACTIONS", controller.action_names),
+        "",
+        "",
+        "def act(obs: list[float]) -> list[float]:",
+        '    """Return the ACT_DIM actions for one observation of OBS_DIM finite floats."""',
+        "    obs = [float(v) for v in obs]",
+        "    if len(obs) != OBS_DIM:",
+        '        raise ValueError(f"act() expects {OBS_DIM} observation values (OBS_DIM); got {len(obs)}.")',
+        "    if not all(map(math.isfinite, obs)):",
+        "        bad = next(i for i, v in enumerate(obs) if not math.isfinite(v))",
+        '        raise ValueError(f"obs[{bad}] ({FEATURES[bad]}) is {obs[bad]}; '
+        'observations must be finite.")',
+    ]
+    for kind, node, depth in _tree_events(prog):
+        ind = "    " * (depth + 1)
+        if kind == "if":
+            f = int(prog.feature[node])
+            lines.append(
+                f"{ind}if obs[{f}] <= {_lit(prog.threshold[node])}:  # {_label(controller.features[f])}"
+            )
+        elif kind == "else":
+            lines.append(f"{ind}else:")
+        elif kind == "leaf":
+            lines.append(f"{ind}# leaf {node}")
+            for out in range(act_dim):
+                lines += _assignment(ind, f"y{out}", _affine_parts(prog, node, out), "", python=True)
+            if act_dim == 0:
+                lines.append(f"{ind}pass")
+    clipped = [_python_clip(f"y{i}", prog.action_low[i], prog.action_high[i]) for i in range(act_dim)]
+    ret = f"    return [{', '.join(clipped)}]"
+    if len(ret) <= _WIDTH:
+        lines.append(ret)
+    else:
+        lines += ["    return [", *(f"        {c}," for c in clipped), "    ]"]
+    return "\n".join(lines) + "\n"
+
+
+def _python_tuple(name: str, items: list[str]) -> list[str]:
+    inner = ", ".join(repr(s) for s in items) + ("," if len(items) == 1 else "")
+    line = f"{name} = ({inner})"
+    if len(line) <= _WIDTH:
+        return [line]
+    return [f"{name} = (", *(f"    {s!r}," for s in items), ")"]
+
+
+def _python_clip(var: str, low: float, high: float) -> str:
+    expr = var
+    if not math.isinf(low):
+        expr = f"max({expr}, {_lit(low)})"
+    if not math.isinf(high):
+        expr = f"min({expr}, {_lit(high)})"
+    return expr
+
+
+# ------------------------------------------------------------------------------ C
+def to_c(controller: Controller) -> str:
+    """Source of a standalone C99 file whose ``act`` reproduces ``controller.predict``.
+
+    The file defines ``OBS_DIM`` and ``ACT_DIM``, ``void act(const double *obs, double *action)``
+    (reads ``OBS_DIM`` doubles, writes ``ACT_DIM``; the two may alias), and
+    ``int interp_rl_obs_dim(void)`` / ``int interp_rl_act_dim(void)`` for callers that cannot read
+    macros (ctypes). Defining ``INTERP_RL_MAIN`` adds a ``main`` that reads observations from
+    stdin (``OBS_DIM`` numbers each) and prints one line of actions per observation with
+    ``%.17g``, which reads back exactly.
+
+    Parameters
+    ----------
+    controller : Controller
+        A tree controller.
+
+    Returns
+    -------
+    str
+        The C source. Compile it with ``-ffp-contract=off`` (see the header comment); it does
+        not use libm.
+
+    Raises
+    ------
+    ExportError
+        If the action bounds hold NaN.
+
+    Examples
+    --------
+    >>> from interp_rl.program import Controller, Signal, TreeProgram
+    >>> prog = TreeProgram.from_leaves(
+    ...     feature=[0, -1, -1], threshold=[0.5, 0.0, 0.0], left=[1, -1, -1], right=[2, -1, -1],
+    ...     intercept=[[0.0], [-1.0], [0.25]], coef={2: {(0, 1): -2.0}}, obs_dim=2,
+    ...     action_low=[-1.0], action_high=[1.0])
+    >>> ctrl = Controller(prog, features=[Signal("angle", "rad"), Signal("speed", "m/s")])
+    >>> src = to_c(ctrl)
+    >>> body = src[src.index("void act(const double *obs, double *action)\\n"):]
+    >>> print(body[:body.index("#ifdef INTERP_RL_MAIN")], end="")
+    void act(const double *obs, double *action)
+    {
+        double y0;
+    <BLANKLINE>
+        (void)obs;
+        if (obs[0] <= 0.5) {  /* angle [rad] */
+            /* leaf 1 */
+            y0 = -1.0;
+        } else {
+            /* leaf 2 */
+            y0 = 0.25 - 2.0 * obs[1];
+        }
+        /* clip: y = min(max(y, low), high) */
+        if (y0 < -1.0) y0 = -1.0;
+        if (y0 > 1.0) y0 = 1.0;
+        action[0] = y0;
+    }
+    <BLANKLINE>
+    """
+    prog = _check_exportable(controller)
+    obs_dim, act_dim = prog.obs_dim, prog.act_dim
+    lines = [
+        "/* Standalone controller exported by interp-rl.",
+        " *",
+        f" * task: {_comment(controller.task) or '(none)'}",
+        f" * format: {FORMAT} version {FORMAT_VERSION}",
+        " *",
+        " * act() returns the same doubles, bit for bit, as Controller.predict in interp-rl, provided",
+        " * the compiler does not fuse a multiply and an add (one rounding instead of two changes the",
+        " * last bit). Compile with -ffp-contract=off and never with -ffast-math, e.g.",
+        " *     cc -O2 -std=c99 -ffp-contract=off -c controller.c",
+        " * Define INTERP_RL_MAIN for a program that reads OBS_DIM numbers per observation from stdin",
+        " * and prints the ACT_DIM actions of each on one line (%.17g, exact).",
+        " *",
+        f" * observations (OBS_DIM = {obs_dim}):",
+        *(f" *   obs[{i}] = {_label(s)}" for i, s in enumerate(controller.features)),
+        f" * actions (ACT_DIM = {act_dim}); yI in act() is action[I]:",
+        *(
+            f" *   action[{i}] = {_label(s)}, {_bounds_text(prog.action_low[i], prog.action_high[i])}"
+            for i, s in enumerate(controller.actions)
+        ),
+        " */",
+        "",
+        "#include <float.h>",
+        "",
+        "/* No floating-point contraction (fused multiply-add). GCC ignores the STDC pragma. */",
+        "#if defined(__GNUC__) && !defined(__clang__)",
+        '#pragma GCC optimize("fp-contract=off")',
+        "#else",
+        "#pragma STDC FP_CONTRACT OFF",
+        "#endif",
+        "",
+        "#ifndef INTERP_RL_ALLOW_INEXACT",
+        "#ifdef __FAST_MATH__",
+        '#error "-ffast-math changes the arithmetic; compile without it (or define INTERP_RL_ALLOW_INEXACT)"',
+        "#endif",
+        "#if DBL_MANT_DIG != 53 \\",
+        "    || (defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0 && FLT_EVAL_METHOD != 1)",
+        '#error "double is not IEEE binary64 evaluated without excess precision (e.g. x87); results would '
+        'differ (define INTERP_RL_ALLOW_INEXACT to accept that)"',
+        "#endif",
+        "#endif",
+        "",
+        f"#define OBS_DIM {obs_dim}",
+        f"#define ACT_DIM {act_dim}",
+        "",
+        "int interp_rl_obs_dim(void);",
+        "int interp_rl_act_dim(void);",
+        "void act(const double *obs, double *action);",
+        "",
+        "int interp_rl_obs_dim(void) { return OBS_DIM; }",
+        "int interp_rl_act_dim(void) { return ACT_DIM; }",
+        "",
+        "void act(const double *obs, double *action)",
+        "{",
+    ]
+    if act_dim:
+        lines += [f"    double {', '.join(f'y{i}' for i in range(act_dim))};", ""]
+    lines.append("    (void)obs;")
+    if act_dim == 0:
+        lines.append("    (void)action;")
+    for kind, node, depth in _tree_events(prog):
+        ind = "    " * (depth + 1)
+        if kind == "if":
+            f = int(prog.feature[node])
+            label = _label(controller.features[f])
+            lines.append(f"{ind}if (obs[{f}] <= {_lit(prog.threshold[node])}) {{  /* {label} */")
+        elif kind == "else":
+            lines.append(f"{ind}}} else {{")
+        elif kind == "end":
+            lines.append(f"{ind}}}")
+        else:
+            lines.append(f"{ind}/* leaf {node} */")
+            for out in range(act_dim):
+                lines += _assignment(ind, f"y{out}", _affine_parts(prog, node, out), ";", python=False)
+    if act_dim:
+        lines.append("    /* clip: y = min(max(y, low), high) */")
+    for i in range(act_dim):
+        low, high = prog.action_low[i], prog.action_high[i]
+        # Python's max(y, low) is low only when low > y, min(y, high) is high only when high < y;
+        # the same comparisons keep NaN and signed zeros exactly as in the Python export.
+        if not math.isinf(low):
+            pass
+        if not math.isinf(high):
+            lines.append(f"    if (y{i} > {_lit(high)}) y{i} = {_lit(high)};")
+    lines += [f"    action[{i}] = y{i};" for i in range(act_dim)]
+    lines += [
+        "}",
+        "",
+        "#ifdef INTERP_RL_MAIN",
+        "#include <stdio.h>",
+        "",
+        "int main(void)",
+        "{",
+        "    double obs[OBS_DIM > 0 ? OBS_DIM : 1], action[ACT_DIM > 0 ? ACT_DIM : 1];",
+        "    int i, r;",
+        "",
+        "    for (;;) {",
+        "        for (i = 0; i < OBS_DIM; ++i) {",
+        '            r = scanf("%lf", &obs[i]);',
+        "            if (r != 1) {",
+        "                if (r == EOF && i == 0)",
+        "                    return 0;",
+        '                fprintf(stderr, "controller: expected %d numbers per observation\\n", OBS_DIM);',
+        "                return 1;",
+        "            }",
+        "        }",
+        "        act(obs, action);",
+        "        for (i = 0; i < ACT_DIM; ++i)",
+        '            printf(i ? " %.17g" : "%.17g", action[i]);',
+        '        printf("\\n");',
+        "        if (OBS_DIM == 0)",
+        "            return 0;",
+        "    }",
+        "}",
+        "#endif",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------ files
+def write_exports(controller: Controller, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
+    """Write ``controller.json``, ``controller.py`` and ``controller.c`` into ``out_dir``, atomically.
+
+    All three sources are generated before anything is written, so an export error leaves
+    ``out_dir`` as it was.
+
+    Parameters
+    ----------
+    controller : Controller
+        The controller to export.
+    out_dir : path
+        Folder to write into (created if missing).
+
+    Returns
+    -------
+    dict of str to Path
+        ``{"json": ..., "python": ..., "c": ...}``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from interp_rl.program import Controller, TreeProgram, load_controller
+    >>> prog = TreeProgram.from_leaves(feature=[-1], threshold=[0.0], left=[-1], right=[-1],
+    ...                                intercept=[[0.5]], obs_dim=1)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     paths = write_exports(Controller(prog), tmp)
+    ...     sorted(p.name for p in paths.values()), load_controller(paths["json"]).predict([0.0])
+    (['controller.c', 'controller.json', 'controller.py'], array([0.5]))
+    """
+    out = Path(out_dir)
+    py_src, c_src = to_python(controller), to_c(controller)
+    out.mkdir(parents=True, exist_ok=True)
+    return {
+        "json": controller.save(out / "controller.json"),
+        "python": atomic_write_text(out / "controller.py", py_src),
+        "c": atomic_write_text(out / "controller.c", c_src),
+    }
+
+
+def load_python_controller(path: str | os.PathLike[str]) -> Callable[[list[float]], list[float]]:
+    """Import a ``controller.py`` written by :func:`to_python` and return its ``act``.
+
+    Parameters
+    ----------
+    path : path
+        The ``.py`` file, or the folder holding ``controller.py``.
+
+    Returns
+    -------
+    callable
+        ``act(obs) -> list[float]`` for one observation.
+
+    Raises
+    ------
+    ExportError
+        If the file is missing, does not import, or defines no ``act``.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / "controller.py"
+    if not p.is_file():
+        raise ExportError(f"Python controller {str(p)!r} does not exist.")
+    spec = importlib.util.spec_from_file_location(f"_interp_rl_exported_{next(_module_counter)}", p)
+    if spec is None or spec.loader is None:  # pragma: no cover - only for odd suffixes
+        raise ExportError(f"Cannot import {str(p)!r} as a Python module.")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise ExportError(f"Importing {str(p)!r} failed: {type(exc).__name__}: {exc}") from exc
+    act = getattr(module, "act", None)
+    if not callable(act):
+        raise ExportError(f"{str(p)!r} defines no act() function; is it an interp-rl export?")
+    return cast(Callable[[list[float]], list[float]], act)
+
+
+# ------------------------------------------------------------------------------ compiling C
+def _find_compiler() -> list[str]:
+    """The compiler command: ``$CC`` (split like a shell would) or the first of gcc, cc, clang."""
+    env = os.environ.get("CC", "").strip()
+    if env:
+        cmd = shlex.split(env)
+        if shutil.which(cmd[0]) is None:
+            raise ExportError(f"The C compiler {env!r} named by $CC was not found on PATH.")
+        return cmd
+    for name in ("gcc", "cc", "clang"):
+        found = shutil.which(name)
+        if found:
+            return [found]
+    raise ExportError("No C compiler found (tried $CC, gcc, cc, clang); install gcc to compile controller.c.")
+
+
+def compile_c(
+    c_path: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    shared: bool = True,
+    extra_flags: Sequence[str] = (),
+) -> Path:
+    """Compile a ``controller.c`` written by :func:`to_c` with the system C compiler.
+
+    The compiler is ``$CC`` if set, else the first of ``gcc``, ``cc``, ``clang`` on ``PATH``;
+    flags are :data:`C_FLAGS` (``-O2 -std=c99 -ffp-contract=off``). The result is written under a
+    temporary name and renamed into place, so a loaded library is never overwritten in place.
+
+    Parameters
+    ----------
+    c_path : path
+        The C source.
+    out_dir : path
+        Folder for the output (created if missing).
+    shared : bool, default True
+        Build the shared library ``libcontroller.so`` (``-fPIC -shared``; load it with
+        :func:`load_c_controller`). If False, build the program ``controller`` with
+        ``-DINTERP_RL_MAIN`` (observations on stdin, actions on stdout).
+    extra_flags : sequence of str, default ()
+        More compiler flags (for example ``["-Wall", "-Werror"]``).
+
+    Returns
+    -------
+    Path
+        The library or program.
+
+    Raises
+    ------
+    ExportError
+        If no compiler is found or compiling fails; the message names the compiler command and
+        holds its error output.
+    """
+    src = Path(c_path)
+    if not src.is_file():
+        raise ExportError(f"C source {str(src)!r} does not exist.")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / ("libcontroller.so" if shared else "controller")
+    tmp = out / f".{target.name}.{os.getpid()}.tmp"
+    cc = _find_compiler()
+    mode = ["-fPIC", "-shared"] if shared else ["-DINTERP_RL_MAIN"]
+    cmd = [*cc, *C_FLAGS, *mode, *extra_flags, "-o", str(tmp), str(src)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ExportError(f"Running the C compiler {shlex.join(cmd)} failed: {exc}") from None
+    if proc.returncode != 0:
+        if tmp.exists():
+            tmp.unlink()
+        errors = (proc.stderr or proc.stdout).strip()[-4000:]
+        raise ExportError(
+            f"The C compiler {cc[0]!r} failed (exit status {proc.returncode}) on {str(src)!r}.\n"
+            f"Command: {shlex.join(cmd)}\n{errors}"
+        )
+    os.replace(tmp, target)
+    return target
+
+
+def load_c_controller(so_path: str | os.PathLike[str]) -> Callable[[Sequence[float]], list[float]]:
+    """Load a library built by :func:`compile_c` and return ``act(obs) -> list[float]``.
+
+    The returned function checks ``obs`` like the Python export (``ValueError`` on a wrong length
+    or a non-finite value), then calls the C ``act`` through ctypes.
+
+    Parameters
+    ----------
+    so_path : path
+        The shared library (or the folder holding ``libcontroller.so``).
+
+    Returns
+    -------
+    callable
+        ``act(obs: Sequence[float]) -> list[float]`` for one observation.
+
+    Raises
+    ------
+    ExportError
+        If the library is missing, does not load, or lacks the interp-rl entry points.
+    """
+    p = Path(so_path)
+    if p.is_dir():
+        p = p / "libcontroller.so"
+    if not p.is_file():
+        raise ExportError(f"C controller library {str(p)!r} does not exist.")
+    try:
+        lib = ctypes.CDLL(str(p.resolve()))
+        c_act = lib.act
+        obs_dim = int(lib.interp_rl_obs_dim())
+        act_dim = int(lib.interp_rl_act_dim())
+    except (OSError, AttributeError) as exc:
+        raise ExportError(f"{str(p)!r} is not a loadable interp-rl C controller: {exc}") from None
+    c_act.argtypes = [ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]
+    c_act.restype = None
+    obs_type = ctypes.c_double * max(obs_dim, 1)
+    act_type = ctypes.c_double * max(act_dim, 1)
+
+    def act(obs: Sequence[float]) -> list[float]:
+        x = [float(v) for v in obs]
+        if len(x) != obs_dim:
+            raise ValueError(f"act() expects {obs_dim} observation values (OBS_DIM); got {len(x)}.")
+        if not all(map(math.isfinite, x)):
+            bad = next(i for i, v in enumerate(x) if not math.isfinite(v))
+            raise ValueError(f"obs[{bad}] is {x[bad]}; observations must be finite.")
+        out = act_type()
+        c_act(obs_type(*x), out)
+        return out[:act_dim]
+
+    act._lib = lib  # type: ignore[attr-defined]  # keep the library loaded with the function
+    return act
+
+
+# ------------------------------------------------------------------------------ latency
+def measure_latency(
+    fn: Callable[[Any], Any], obs: Any, repeats: int = 200, *, warmup: int = 50, min_sample_s: float = 2e-5
+) -> dict[str, float | int]:
+    """Time single-observation calls ``fn(obs)``: median and 90th percentile seconds per call.
+
+    After ``warmup`` untimed calls, each of ``repeats`` samples times a batch of back-to-back
+    calls with :func:`time.perf_counter_ns` (the batch is sized once so a sample lasts at least
+    ``min_sample_s``, which keeps timer resolution out of fast calls) and divides by its size.
+
+    Parameters
+    ----------
+    fn : callable
+        Called as ``fn(obs)``.
+    obs : object
+        One observation, in whatever form ``fn`` takes.
+    repeats : int, default 200
+        Number of timed samples.
+    warmup : int, default 50
+        Untimed calls first.
+    min_sample_s : float, default 2e-5
+        Shortest batch duration.
+
+    Returns
+    -------
+    dict
+        ``{"median_s": float, "p90_s": float, "calls": int}``; ``calls`` counts the timed calls.
+
+    Examples
+    --------
+    >>> stats = measure_latency(lambda x: x, [0.0], repeats=5, warmup=1)
+    >>> sorted(stats), stats["calls"] >= 5, 0 < stats["median_s"] <= stats["p90_s"]
+    (['calls', 'median_s', 'p90_s'], True, True)
+    """
+    repeats = check_int(repeats, "repeats", "measure_latency")
+    warmup = check_int(warmup, "warmup", "measure_latency", low=0)
+    for _ in range(warmup):
+        fn(obs)
+    batch = 1
+    while True:  # size the batch: double until one batch takes min_sample_s
+        start = time.perf_counter_ns()
+        for _ in range(batch):
+            fn(obs)
+        if time.perf_counter_ns() - start >= min_sample_s * 1e9 or batch >= 1 << 20:
+            break
+        batch *= 2
+    samples = np.empty(repeats)
+    for k in range(repeats):
+        start = time.perf_counter_ns()
+        for _ in range(batch):
+            fn(obs)
+        samples[k] = max(time.perf_counter_ns() - start, 1) / batch / 1e9
+    return {
+        "median_s": float(np.median(samples)),
+        "p90_s": float(np.percentile(samples, 90)),
+        "calls": repeats * batch,
+    }
