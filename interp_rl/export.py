@@ -429,7 +429,7 @@ def to_c(controller: Controller) -> str:
         # Python's max(y, low) is low only when low > y, min(y, high) is high only when high < y;
         # the same comparisons keep NaN and signed zeros exactly as in the Python export.
         if not math.isinf(low):
-            pass
+            lines.append(f"    if (y{i} < {_lit(low)}) y{i} = {_lit(low)};")
         if not math.isinf(high):
             lines.append(f"    if (y{i} > {_lit(high)}) y{i} = {_lit(high)};")
     lines += [f"    action[{i}] = y{i};" for i in range(act_dim)]
