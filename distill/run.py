@@ -20,9 +20,10 @@ import numpy as np
 from sklearn.metrics import mean_squared_error, r2_score
 
 from distill.dagger import DAgger
+from distill.finetune import LeafTuner
 from distill.prune import collapse_similar
 from distill.tree import TreePolicy
-from interp_rl._validation import check_choice, check_int
+from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import InterpRLError, InvalidParameterError
 from interp_rl.io import atomic_write_text
 from interp_rl.program import Controller, Signal
@@ -57,6 +58,14 @@ class TreeDistillConfig:
     """'auto' (critic when the teacher has a Q-function), 'critic' or 'none'."""
     select_episodes: int = 5
     """Episodes scoring each round (held-out seeds); the best round is kept."""
+    tune_iterations: int = 0
+    """ARS updates of the leaf parameters on the real return after distillation (0: off)."""
+    tune_directions: int = 8
+    """Random directions per ARS update."""
+    tune_step: float = 0.02
+    """ARS step size."""
+    tune_noise: float = 0.03
+    """ARS perturbation, in action units."""
     collapse_atol: float = 0.0
     """Merge sibling leaves whose parameters differ by at most this (0: off)."""
     eval_episodes: int = 10
@@ -78,6 +87,12 @@ class TreeDistillConfig:
         check_int(self.iterations, "iterations", owner, low=0)
         check_int(self.steps, "steps", owner)
         check_int(self.select_episodes, "select_episodes", owner, low=0)
+        check_int(self.tune_iterations, "tune_iterations", owner, low=0)
+        check_int(self.tune_directions, "tune_directions", owner)
+        check_float(self.tune_step, "tune_step", owner, low_open=True)
+        check_float(self.tune_noise, "tune_noise", owner, low_open=True)
+        check_float(self.beta_decay, "beta_decay", owner, high=1.0)
+        check_choice(self.weighting, "weighting", owner, ["auto", "critic", "none"])
         check_int(self.eval_episodes, "eval_episodes", owner)
         check_int(self.fidelity_steps, "fidelity_steps", owner)
         check_int(self.seed, "seed", owner, low=0)
@@ -197,6 +212,16 @@ def distill_tree(
 
     dagger.fit(teacher, env_fn, resume=resume, progress=_progress)
     student = dagger.student_
+    tuning: dict[str, Any] = {}
+    if config.tune_iterations > 0:
+        tuner = LeafTuner(n_iter=config.tune_iterations, n_directions=config.tune_directions,
+                          step_size=config.tune_step, noise=config.tune_noise,
+                          eval_episodes=max(config.select_episodes, 1), seed=config.seed)
+        t_tune = time.perf_counter()
+        tuner.fit(student, env_fn, feature_scale=dagger.X_.std(axis=0), progress=progress)
+        student = tuner.student_
+        tuning = {"initial_return": tuner.initial_return_, "best_return": tuner.best_return_,
+                  "history": tuner.history_, "seconds": time.perf_counter() - t_tune}
     if config.collapse_atol > 0:
         student = collapse_similar(student, config.collapse_atol)
     # Rounds finished before an interruption count too: each round records its own time.
@@ -217,6 +242,7 @@ def distill_tree(
         "samples": dagger.n_samples_used_,
         "distill_seconds": seconds,
         "dagger_history": dagger.history_,
+        "tuning": tuning,
     }
     metrics.update(student_metrics(student, teacher, env_fn, episodes=config.eval_episodes, seed=config.seed,
                                    fidelity_steps=config.fidelity_steps))

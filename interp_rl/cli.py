@@ -211,6 +211,228 @@ def evaluate(
         out.print(f"Wrote {json_out}")
 
 
+distill_app = typer.Typer(
+    help="Distil a teacher into a transparent controller.",
+    rich_markup_mode=None,
+    no_args_is_help=True,
+)
+app.add_typer(distill_app, name="distill")
+
+
+def _read_config_file(path: Path | None) -> dict[str, Any]:
+    """Settings from a TOML or YAML file (keys as in the resolved config.json)."""
+    if path is None:
+        return {}
+    if not path.is_file():
+        raise InterpRLError(f"Config file {str(path)!r} does not exist.")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix.lower() == ".toml":
+            import tomllib
+
+            data: Any = tomllib.loads(text)
+        elif path.suffix.lower() in (".yml", ".yaml", ".json"):
+            import yaml
+
+            data = yaml.safe_load(text)
+        else:
+            raise InterpRLError(f"Config file {str(path)!r}: use a .toml, .yaml or .json file.")
+    except (ValueError, Exception) as exc:  # tomllib/yaml parse errors
+        if isinstance(exc, InterpRLError):
+            raise
+        raise InterpRLError(f"Config file {str(path)!r} is not valid: {exc}") from None
+    if isinstance(data, dict) and isinstance(data.get("config"), dict):
+        data = data["config"]  # a resolved config.json from an earlier run
+    if not isinstance(data, dict):
+        raise InterpRLError(f"Config file {str(path)!r} must hold a table of settings.")
+    return data
+
+
+@distill_app.command("tree")
+@cli_errors
+def distill_tree_cmd(
+    teacher: Annotated[str, typer.Option(help="SB3 .zip, zoo run folder, or train folder.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")],
+    env: Annotated[str | None, typer.Option(help="Task (Hopper-v5) or zoo id; must match the teacher.")] = None,
+    algo: Annotated[str | None, typer.Option(help="Teacher algorithm (detected from the zip).")] = None,
+    legacy_model: Annotated[bool, typer.Option(help="Walker2d: use the pre-v5 model file.")] = False,
+    max_leaves: Annotated[int | None, typer.Option(help="Leaf limit [default: 64].")] = None,
+    max_depth: Annotated[int | None, typer.Option(help="Depth limit [default: none].")] = None,
+    leaf_model: Annotated[str | None, typer.Option(help="'linear' or 'constant' leaves [default: linear].")] = None,
+    max_leaf_terms: Annotated[int | None, typer.Option(
+        help="Features per action in a linear leaf [default: all].")] = None,
+    iterations: Annotated[int | None, typer.Option(
+        help="DAgger rounds after the teacher's rollouts; 0 is behaviour cloning [default: 8].")] = None,
+    steps: Annotated[int | None, typer.Option(help="Environment steps per round [default: 10000].")] = None,
+    beta_decay: Annotated[float | None, typer.Option(
+        help="Round i follows the teacher with probability beta_decay**i [default: 0].")] = None,
+    weighting: Annotated[str | None, typer.Option(
+        help="'auto', 'critic' (VIPER-style, Q-function teachers) or 'none' [default: auto].")] = None,
+    tune_iterations: Annotated[int | None, typer.Option(
+        help="ARS updates of the leaves on the return after distillation [default: 0].")] = None,
+    eval_episodes: Annotated[int | None, typer.Option(help="Final evaluation episodes [default: 10].")] = None,
+    seed: Annotated[int | None, typer.Option(help="Random seed [default: 0].")] = None,
+    config: Annotated[Path | None, typer.Option(
+        help="TOML/YAML file of settings; options given on the command line win.")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue an interrupted distillation in --out.")] = False,
+) -> None:
+    """Distil a teacher into a small decision tree (DAgger, critic-weighted when possible)."""
+    from distill.run import TreeDistillConfig, distill_tree
+    from envs import EnvVariant, get_task
+    from envs.teachers import load_teacher
+    from interp_rl.program import Signal
+
+    settings = _read_config_file(config)
+    given = {"max_leaves": max_leaves, "max_depth": max_depth, "leaf_model": leaf_model,
+             "max_leaf_terms": max_leaf_terms, "iterations": iterations, "steps": steps,
+             "beta_decay": beta_decay, "weighting": weighting, "tune_iterations": tune_iterations,
+             "eval_episodes": eval_episodes, "seed": seed}
+    settings.update({k: v for k, v in given.items() if v is not None})
+    cfg = TreeDistillConfig.from_dict(settings).validate()
+    import torch
+
+    torch.set_num_threads(1)
+    t = load_teacher(teacher, env=env, algo=algo, legacy_model=legacy_model)
+    if env is not None and get_task(env).id != t.task:
+        raise InterpRLError(f"The teacher is for {t.task}, not {get_task(env).id}.")
+    assert t.env_fn is not None
+    task = get_task(t.task)
+    variant = EnvVariant(**t.variant)
+    features = [Signal(f.name, f.unit, f.description) for f in task.observation_features(variant)]
+    actions = [Signal(f.name, f.unit, f.description) for f in task.action_features()]
+    provenance = {"source": t.source, "algo": t.algo, "task": t.task, "variant": t.variant}
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=err,
+                  disable=not sys.stderr.isatty()) as bar:
+        job = bar.add_task(f"Distilling {t.algo.upper()} on {t.task}", total=cfg.iterations + 1)
+
+        def on_round(row: dict[str, Any]) -> None:
+            if "round" in row:
+                ret = row.get("return_mean")
+                bar.update(job, completed=row["round"] + 1, description=(
+                    f"DAgger round {row['round']}" + (f": return {ret:.0f}" if ret == ret and ret is not None
+                                                      else "")))
+            else:
+                bar.update(job, description=f"Tuning leaves: update {row['iteration']}, "
+                                            f"return {row['return_mean']:.0f}")
+
+        metrics = distill_tree(t, t.env_fn, cfg, out_dir, features=features, actions=actions, task=t.task,
+                               provenance=provenance, resume=resume, progress=on_round)
+    table = Table(title=f"Tree distilled from {t.algo.upper()} on {t.task}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows = [
+        ("teacher return", f"{metrics['teacher_return']:.1f} ± {metrics['teacher_return_std']:.1f}"),
+        ("tree return", f"{metrics['student_return']:.1f} ± {metrics['student_return_std']:.1f}"),
+        ("% of teacher", f"{metrics['percent_of_teacher']:.1f}"),
+        ("fidelity R² (teacher states)", f"{metrics['fidelity_teacher_states']['r2']:.3f}"),
+        ("fidelity R² (tree states)", f"{metrics['fidelity_student_states']['r2']:.3f}"),
+        ("leaves / depth", f"{metrics['leaves']} / {metrics['depth']}"),
+        ("linear terms", str(metrics["linear_terms"])),
+        ("distillation seconds", f"{metrics['distill_seconds']:.0f}"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    out.print(table)
+    out.print(f"Wrote controller.json, controller.py, controller.c, rules.txt, tree.svg and metrics.json "
+              f"to {out_dir}.")
+
+
+@app.command()
+@cli_errors
+def viz(
+    controller: Annotated[Path, typer.Argument(help="controller.json, or the folder holding it.")],
+    out_file: Annotated[Path | None, typer.Option(
+        "--out", help="Picture to write (.svg, .png, .pdf) [default: tree.svg beside the controller].")] = None,
+    max_depth: Annotated[int | None, typer.Option(help="Draw only the top levels of a big tree.")] = None,
+    obs: Annotated[str | None, typer.Option(
+        help="Highlight the path of one observation: comma-separated raw values.")] = None,
+    episode_seed: Annotated[int | None, typer.Option(
+        help="Run the controller for one episode with this seed and show leaf-visit counts.")] = None,
+    text: Annotated[bool, typer.Option(help="Also print the rules as text.")] = False,
+) -> None:
+    """Draw a saved controller: rules, picture, the path of one state, leaf visits over an episode."""
+    import numpy as np
+
+    from interp_rl.program import load_controller
+    from interp_rl.viz import decision_path_text, export_text, leaf_visit_counts, render, to_dot
+
+    ctrl = load_controller(controller)
+    path = None
+    if obs is not None:
+        try:
+            x = np.array([float(v) for v in obs.replace(" ", "").split(",") if v != ""])
+        except ValueError:
+            raise InterpRLError(f"--obs must be comma-separated numbers. Got {obs!r} instead.") from None
+        x, _ = _checked_obs(ctrl, x)
+        path = ctrl.program.decision_path(x)
+        out.print(decision_path_text(ctrl, x), markup=False)
+    visits = None
+    if episode_seed is not None:
+        from envs import EnvVariant, env_factory
+        from interp_rl.rollouts import collect
+
+        if not ctrl.task:
+            raise InterpRLError("The controller does not name its task, so no episode can be run.")
+        variant = EnvVariant(**ctrl.metadata.get("teacher", {}).get("variant", {}))
+        env_fn = env_factory(ctrl.task, variant)
+        env = env_fn(episode_seed)
+        horizon = int(getattr(env.spec, "max_episode_steps", None) or 1000)
+        env.close()
+        roll = collect(ctrl, env_fn, horizon, episode_seed, task=ctrl.task)
+        first_episode = np.flatnonzero(roll.episode_starts)
+        end = first_episode[1] if len(first_episode) > 1 else len(roll.observations)
+        visits = leaf_visit_counts(ctrl, roll.observations[:end])
+        out.print(f"Episode seed {episode_seed}: {end} steps, return {roll.rewards[:end].sum():.1f}; "
+                  f"{int(np.count_nonzero(visits))} of {ctrl.program.n_leaves} leaves visited.")
+    if text:
+        out.print(export_text(ctrl, max_depth=max_depth), markup=False)
+    base = controller if controller.is_dir() else controller.parent
+    target = out_file or base / "tree.svg"
+    render(to_dot(ctrl, max_depth=max_depth, highlight_path=path, leaf_visits=visits), target)
+    out.print(f"Wrote {target}")
+
+
+def _checked_obs(ctrl: Any, x: Any) -> Any:
+    from interp_rl._validation import check_observations
+
+    return check_observations(x, ctrl.program.obs_dim, owner=f"the {ctrl.kind} controller",
+                              task=ctrl.task or None, feature_names=ctrl.feature_names)
+
+
+@app.command()
+@cli_errors
+def export(
+    controller: Annotated[Path, typer.Argument(help="controller.json, or the folder holding it.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder to write to.")],
+    fmt: Annotated[list[str] | None, typer.Option(
+        "--format", help="python, c or json; repeatable [default: all three].")] = None,
+) -> None:
+    """Export a saved controller as a standalone Python module, a C file and versioned JSON."""
+    from interp_rl.export import to_c, to_python
+    from interp_rl.io import atomic_write_text
+    from interp_rl.program import load_controller
+
+    ctrl = load_controller(controller)
+    formats = fmt or ["python", "c", "json"]
+    for f in formats:
+        if f not in ("python", "c", "json"):
+            raise InterpRLError(f"Unknown export format {f!r}; use python, c or json.")
+    written = []
+    for f in formats:
+        if f == "python":
+            written.append(atomic_write_text(out_dir / "controller.py", to_python(ctrl)))
+        elif f == "c":
+            written.append(atomic_write_text(out_dir / "controller.c", to_c(ctrl)))
+        else:
+            written.append(ctrl.save(out_dir / "controller.json"))
+    for p in written:
+        out.print(f"Wrote {p}")
+
+
 def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
