@@ -1,0 +1,189 @@
+"""`interp-rl distill tree`, `viz` and `export` end to end on a real teacher, with exact error lines."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from interp_rl.cli import app
+from interp_rl.export import compile_c, load_c_controller, load_python_controller
+from interp_rl.program import load_controller
+
+from conftest import teacher_zip
+
+runner = CliRunner()
+TINY = ["--max-leaves", "4", "--iterations", "1", "--steps", "1000", "--eval-episodes", "2"]
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, [str(a) for a in args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("command", [["distill"], ["distill", "tree"], ["viz"], ["export"]])
+def test_every_new_command_has_help(command):
+    code, stdout, _ = _run(*command, "--help")
+    assert code == 0 and "Usage:" in stdout
+
+
+@pytest.fixture(scope="module")
+def swimmer_tree(shared_teachers, tmp_path_factory, single_torch_thread):
+    out = tmp_path_factory.mktemp("swimmer") / "tree"
+    code, stdout, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "sac", "Swimmer"),
+                                "--out", out, *TINY, "--tune-iterations", "2", "--seed", "3")
+    assert code == 0, stderr
+    assert "% of teacher" in stdout
+    return out
+
+
+def test_distill_writes_controller_pictures_exports_and_metrics(swimmer_tree):
+    names = sorted(p.name for p in swimmer_tree.iterdir())
+    assert names == ["config.json", "controller.c", "controller.json", "controller.py", "metrics.json",
+                     "rules.txt", "tree.dot", "tree.svg"]  # the checkpoint folder is gone once done
+    metrics = json.loads((swimmer_tree / "metrics.json").read_text())
+    assert metrics["leaves"] <= 4 and metrics["weighting"] == "critic"
+    assert len(metrics["student_returns"]) == len(metrics["teacher_returns"]) == 2
+    assert metrics["percent_of_teacher"] == pytest.approx(
+        100 * metrics["student_return"] / metrics["teacher_return"])
+    for key in ("fidelity_teacher_states", "fidelity_student_states"):
+        assert set(metrics[key]) == {"r2", "mse"}
+    assert [r["round"] for r in metrics["dagger_history"]] == [0, 1]
+    assert [h["iteration"] for h in metrics["tuning"]["history"]] == [0, 2]
+    config = json.loads((swimmer_tree / "config.json").read_text())
+    assert config["config"]["max_leaves"] == 4 and config["config"]["seed"] == 3
+    assert config["teacher"]["algo"] == "sac" and config["task"] == "Swimmer-v5"
+    rules = (swimmer_tree / "rules.txt").read_text()
+    assert "motor1_rot_torque" in rules and "x[" not in rules
+    assert "<svg" in (swimmer_tree / "tree.svg").read_text()
+
+
+def test_saved_controller_and_exports_act_identically(swimmer_tree, tmp_path):
+    ctrl = load_controller(swimmer_tree)
+    assert ctrl.task == "Swimmer-v5" and ctrl.feature_names[0] == "torso_yaw"
+    obs = np.random.default_rng(0).normal(size=(200, 8))
+    expected = ctrl.predict(obs)
+    act_py = load_python_controller(swimmer_tree / "controller.py")
+    assert [act_py(list(o)) for o in obs] == expected.tolist()
+    if shutil.which("gcc") or shutil.which("cc"):
+        act_c = load_c_controller(compile_c(swimmer_tree / "controller.c", tmp_path))
+        assert [act_c(list(o)) for o in obs] == expected.tolist()
+    # The metrics' tree return is what the saved controller gets.
+    from envs import env_factory
+    from interp_rl.rollouts import evaluate
+
+    metrics = json.loads((swimmer_tree / "metrics.json").read_text())
+    again = evaluate(ctrl, env_factory("Swimmer-v5"), 2, seed=3)
+    assert again.returns == metrics["student_returns"]
+
+
+def test_viz_draws_the_path_of_a_state_and_leaf_visits(swimmer_tree, tmp_path):
+    obs = ",".join(["0.1"] * 8)
+    png = tmp_path / "tree.png"
+    code, stdout, stderr = _run("viz", swimmer_tree, "--obs", obs, "--episode-seed", "0", "--out", png, "--text")
+    assert code == 0, stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "torso_yaw = 0.1 rad" in stdout
+    assert "Episode seed 0: 1000 steps" in stdout and "leaves visited" in stdout
+
+
+def test_viz_rejects_an_observation_of_the_wrong_size(swimmer_tree):
+    code, _, stderr = _run("viz", swimmer_tree, "--obs", "0.1,0.2")
+    assert code == 1
+    assert stderr.strip() == "Error: obs has 2 features, but the tree controller expects 8 (Swimmer-v5)."
+
+
+def test_export_writes_the_formats_asked_for(swimmer_tree, tmp_path):
+    code, _, stderr = _run("export", swimmer_tree / "controller.json", "--format", "c", "--out", tmp_path)
+    assert code == 0, stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["controller.c"]
+    assert "void act(const double *obs, double *action)" in (tmp_path / "controller.c").read_text()
+    code, _, stderr = _run("export", swimmer_tree, "--format", "rust", "--out", tmp_path)
+    assert code == 1 and stderr.strip() == "Error: Unknown export format 'rust'; use python, c or json."
+
+
+def test_export_refuses_a_corrupt_controller(tmp_path):
+    bad = tmp_path / "controller.json"
+    bad.write_text('{"format": "interp-rl-controller", "version": 1, "program": ')
+    code, _, stderr = _run("export", bad, "--out", tmp_path / "x")
+    assert code == 1 and stderr.startswith(f"Error: '{bad}' is corrupt (not valid JSON:")
+
+
+def test_rerun_into_a_finished_folder_is_refused(swimmer_tree, shared_teachers):
+    code, _, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "sac", "Swimmer"),
+                           "--out", swimmer_tree, *TINY)
+    assert code == 1
+    assert stderr.strip() == f"Error: '{swimmer_tree}' already holds a distilled controller; choose another --out."
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["--max-leaves", "0"], "Error: The 'max_leaves' parameter of distill tree must be an int in [2, inf). Got 0 instead."),
+    (["--max-depth", "-1"], "Error: The 'max_depth' parameter of distill tree must be an int in [1, 32]. Got -1 instead."),
+    (["--iterations", "-2"], "Error: The 'iterations' parameter of distill tree must be an int in [0, inf). Got -2 instead."),
+    (["--leaf-model", "cubic"],
+     "Error: The 'leaf_model' parameter of distill tree must be one of 'constant', 'linear'. Got 'cubic' instead."),
+    (["--env", "Hopper-v5"],
+     "Error: The teacher observes 8 features, but Hopper-v5 gives 11; is it a teacher for another task?"),
+])
+def test_bad_distill_input_gets_one_line(shared_teachers, tmp_path, args, line):
+    code, _, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "sac", "Swimmer"),
+                           "--out", tmp_path / "t", *args)
+    assert code == 1 and stderr.strip() == line
+    assert not (tmp_path / "t").exists()
+
+
+def test_critic_weighting_without_a_critic_is_refused(shared_teachers, tmp_path):
+    code, _, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "ppo", "Hopper"),
+                           "--out", tmp_path / "t", "--weighting", "critic", *TINY)
+    assert code == 1
+    assert stderr.strip() == ("Error: weighting='critic' needs a teacher with a Q-function (SAC, TD3, DDPG, TQC); "
+                              "the PPO teacher has none. Use weighting='auto' or 'none'.")
+
+
+def test_config_file_sets_defaults_and_options_win(shared_teachers, tmp_path):
+    cfg = tmp_path / "tree.toml"
+    cfg.write_text('max_leaves = 3\nleaf_model = "constant"\niterations = 0\nsteps = 1000\n'
+                   'eval_episodes = 1\nfidelity_steps = 200\n')
+    out = tmp_path / "t"
+    code, _, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "sac", "Swimmer"),
+                           "--out", out, "--config", cfg, "--max-leaves", "2")
+    assert code == 0, stderr
+    resolved = json.loads((out / "config.json").read_text())["config"]
+    assert resolved["max_leaves"] == 2 and resolved["leaf_model"] == "constant" and resolved["iterations"] == 0
+    assert load_controller(out).program.n_leaves == 2
+    bad = tmp_path / "bad.toml"
+    bad.write_text("max_leafs = 3\n")
+    code, _, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "sac", "Swimmer"),
+                           "--out", tmp_path / "u", "--config", bad)
+    assert code == 1 and stderr.startswith("Error: Unknown tree distillation setting(s): max_leafs; known: ")
+
+
+def test_interrupted_distillation_resumes_from_its_completed_rounds(shared_teachers, tmp_path, teachers):
+    from distill.dagger import DistillInterrupted
+    from distill.run import TreeDistillConfig, distill_tree
+
+    sac = teachers["sac_swimmer"]
+    out = tmp_path / "t"
+    cfg = TreeDistillConfig(max_leaves=4, iterations=2, steps=1000, eval_episodes=1, fidelity_steps=200,
+                            select_episodes=1)
+
+    def stop(row):
+        if row.get("round") == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(DistillInterrupted, match="2 completed round"):
+        distill_tree(sac, sac.env_fn, cfg, out, task="Swimmer-v5", progress=stop)
+    assert sorted(p.name for p in (out / "checkpoint").glob("round_*.npz")) == ["round_00.npz", "round_01.npz"]
+    code, _, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "sac", "Swimmer"),
+                           "--out", out, "--config", out / "config.json")
+    assert code == 1 and "holds an unfinished distillation; pass --resume" in stderr
+    code, _, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "sac", "Swimmer"),
+                           "--out", out, "--config", out / "config.json", "--resume")
+    assert code == 0, stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert [r["round"] for r in metrics["dagger_history"]] == [0, 1, 2]
+    assert Path(out / "controller.json").is_file() and not (out / "checkpoint").exists()
