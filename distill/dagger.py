@@ -143,7 +143,7 @@ def critic_weights(
 def _save_npz(path: Path, **arrays: np.ndarray) -> None:
     def _write(tmp: str) -> None:
         with open(tmp, "wb") as fh:
-            np.savez(fh, **arrays)
+            np.savez(fh, **arrays)  # type: ignore[arg-type]
 
     atomic_write(path, _write)
 
@@ -314,13 +314,13 @@ class DAgger:
             if state_path.is_file():
                 if not resume:
                     raise InterpRLError(
-                        f"{str(ckpt)!r} already holds a distillation; pass resume=True (--resume) to continue "
-                        "it or choose another folder."
+                        f"{str(ckpt)!r} already holds a distillation; pass resume=True (--resume) to "
+                        "continue it or choose another folder."
                     )
                 chunks, history = self._load_checkpoint(ckpt)
             ckpt.mkdir(parents=True, exist_ok=True)
 
-        student = None
+        student: Any = None
         if chunks:
             X, y, w = (np.concatenate(a) for a in zip(*chunks, strict=True))
             student = self._fit_student(teacher, X, y, w)
@@ -377,7 +377,9 @@ class DAgger:
         self.n_samples_used_ = int(sum(len(c[0]) for c in chunks[: self.best_round_ + 1]))
         return self
 
-    def _load_checkpoint(self, ckpt: Path) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], list[dict[str, Any]]]:
+    def _load_checkpoint(
+        self, ckpt: Path
+    ) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], list[dict[str, Any]]]:
         try:
             state = json.loads((ckpt / STATE_FILE).read_text())
             history = list(state["history"])

@@ -31,7 +31,9 @@ def _program(model: TreePolicy | TreeProgram) -> TreeProgram:
     return model.tree_ if isinstance(model, TreePolicy) else model
 
 
-def _rebuild(program: TreeProgram, leaf_nodes: set[int], leaf_params: dict[int, tuple[np.ndarray, np.ndarray]]) -> TreeProgram:
+def _rebuild(
+    program: TreeProgram, leaf_nodes: set[int], leaf_params: dict[int, tuple[np.ndarray, np.ndarray]]
+) -> TreeProgram:
     """Keep the subtree above ``leaf_nodes`` (which become leaves), renumbered in preorder."""
     order: list[int] = []
     stack = [0]

@@ -109,7 +109,8 @@ class TreeDistillConfig:
         unknown = sorted(set(d) - known)
         if unknown:
             raise InvalidParameterError(
-                f"Unknown tree distillation setting(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}."
+                f"Unknown tree distillation setting(s): {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(known))}."
             )
         return cls(**d)
 
@@ -121,7 +122,8 @@ class TreeDistillConfig:
 def fidelity(student: Any, observations: np.ndarray, teacher_actions: np.ndarray) -> dict[str, float]:
     """R² and MSE of the student's actions against the teacher's on given states."""
     pred = np.asarray(student.predict(observations)).reshape(teacher_actions.shape)
-    return {"r2": float(r2_score(teacher_actions, pred)), "mse": float(mean_squared_error(teacher_actions, pred))}
+    return {"r2": float(r2_score(teacher_actions, pred)),
+            "mse": float(mean_squared_error(teacher_actions, pred))}
 
 
 def student_metrics(student: Any, teacher: Any, env_fn: Callable[[int], Any], *, episodes: int, seed: int,
@@ -185,7 +187,8 @@ def distill_tree(
         raise InterpRLError(f"{str(out)!r} already holds a distilled controller; choose another --out.")
     if ckpt.exists() and not resume:
         raise InterpRLError(
-            f"{str(out)!r} holds an unfinished distillation; pass --resume to continue it or choose another --out."
+            f"{str(out)!r} holds an unfinished distillation; pass --resume to continue it or choose "
+            "another --out."
         )
     if resume and (out / CONFIG_FILE).is_file():
         saved = json.loads((out / CONFIG_FILE).read_text())

@@ -104,7 +104,7 @@ def fit_leaf_models(
         ridge = np.where(np.isfinite(ridge), ridge, 1e300)
         for out in range(y.shape[1]):
             if k == d:
-                S = list(np.flatnonzero(var > 1e-12))
+                S = [int(j) for j in np.flatnonzero(var > 1e-12)]
                 c = np.linalg.solve(G[np.ix_(S, S)] + np.diag(ridge[S]), B[S, out]) if S else np.zeros(0)
             else:
                 S, c = _forward_select(G, B[:, out], ridge, k)
@@ -243,8 +243,10 @@ class TreePolicy(MultiOutputMixin, RegressorMixin, BaseEstimator):
         linear = self.leaf_model == "linear"
         target = Y
         if linear and self.linear_splits:
-            root = TreeProgram(feature=[-1], threshold=[0.0], left=[-1], right=[-1],
-                               intercept=np.zeros((1, Y.shape[1])), coef=np.zeros((1, Y.shape[1], X.shape[1])))
+            none = np.array([-1])
+            root = TreeProgram(feature=none, threshold=np.zeros(1), left=none, right=none,
+                               intercept=np.zeros((1, Y.shape[1])),
+                               coef=np.zeros((1, Y.shape[1], X.shape[1])))
             glob = fit_leaf_models(root, X, Y, w, alpha=self.leaf_alpha, max_terms=self.max_leaf_terms)
             target = Y - glob.leaf_actions(X, np.zeros(len(X), dtype=np.int64))
         cart = DecisionTreeRegressor(
@@ -304,7 +306,8 @@ def _restate(program: TreeProgram, X: np.ndarray, Y: np.ndarray, w: np.ndarray) 
     members: dict[int, np.ndarray] = {int(n): np.flatnonzero(leaf_of == n) for n in program.leaves}
     for node in reversed(program._preorder()):
         if not program.is_leaf[node]:
-            members[node] = np.concatenate((members[int(program.left[node])], members[int(program.right[node])]))
+            lc, rc = int(program.left[node]), int(program.right[node])
+            members[node] = np.concatenate((members[lc], members[rc]))
         rows = members[node]
         sw = float(w[rows].sum())
         if sw > 0:

@@ -1,4 +1,4 @@
-"""interp-rl core: the policy protocol, teachers, rollouts, errors and atomic I/O.
+"""interp-rl core: policy protocol, teachers, rollouts, controller programs, export, viz, errors, I/O.
 
 Tasks and teacher loading live in :mod:`envs`; distillers in :mod:`distill`.
 """
@@ -12,12 +12,18 @@ from interp_rl.errors import (
     UnknownTaskError,
 )
 from interp_rl.policy import Policy, SB3PredictorAdapter, as_sb3_predictor
+from interp_rl.program import Controller, ControllerFormatError, Signal, TreeProgram, load_controller
 from interp_rl.rollouts import EvalResult, Rollout, collect, evaluate
 from interp_rl.teachers import ObsNormalizer, SB3Teacher
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Controller",
+    "ControllerFormatError",
+    "Signal",
+    "TreeProgram",
+    "load_controller",
     "EvalResult",
     "InterpRLError",
     "InvalidParameterError",

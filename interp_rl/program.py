@@ -346,7 +346,9 @@ class TreeProgram:
         except ControllerFormatError:
             raise
         except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise ControllerFormatError(f"The tree program is malformed: {type(exc).__name__}: {exc}.") from None
+            raise ControllerFormatError(
+                f"The tree program is malformed: {type(exc).__name__}: {exc}."
+            ) from None
 
 
 def _float_out(v: float) -> float | str:
@@ -455,7 +457,7 @@ class Controller:
             )
         prog = d.get("program")
         kind = prog.get("kind") if isinstance(prog, dict) else None
-        if kind not in PROGRAMS:
+        if not isinstance(prog, dict) or kind not in PROGRAMS:
             raise ControllerFormatError(
                 f"{source} holds a program of kind {kind!r}; known kinds: {', '.join(sorted(PROGRAMS))}."
             )

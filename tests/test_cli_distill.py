@@ -8,13 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import teacher_zip
 from typer.testing import CliRunner
 
 from interp_rl.cli import app
 from interp_rl.export import compile_c, load_c_controller, load_python_controller
 from interp_rl.program import load_controller
-
-from conftest import teacher_zip
 
 runner = CliRunner()
 TINY = ["--max-leaves", "4", "--iterations", "1", "--steps", "1000", "--eval-episodes", "2"]
