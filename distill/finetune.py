@@ -74,7 +74,10 @@ def _batched_returns(
     program: TreeProgram, intercepts: np.ndarray, coefs: np.ndarray, env_fn: EnvFn, seed: int,
     envs: list[Any],
 ) -> np.ndarray:
-    """Run policy ``k`` (leaf parameters ``intercepts[k]``, ``coefs[k]``) in ``envs[k]``, on episode ``seed``."""
+    """Run policy ``k`` (leaf parameters ``intercepts[k]``, ``coefs[k]``) in ``envs[k]`` on episode ``seed``.
+
+    Returns the ``k`` returns.
+    """
     k = len(intercepts)
     obs = np.stack([np.asarray(env.reset(seed=seed)[0], dtype=np.float64) for env in envs[:k]])
     returns = np.zeros(k)

@@ -253,12 +253,14 @@ def _read_config_file(path: Path | None) -> dict[str, Any]:
 def distill_tree_cmd(
     teacher: Annotated[str, typer.Option(help="SB3 .zip, zoo run folder, or train folder.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")],
-    env: Annotated[str | None, typer.Option(help="Task (Hopper-v5) or zoo id; must match the teacher.")] = None,
+    env: Annotated[str | None, typer.Option(
+        help="Task (Hopper-v5) or zoo id; must match the teacher.")] = None,
     algo: Annotated[str | None, typer.Option(help="Teacher algorithm (detected from the zip).")] = None,
     legacy_model: Annotated[bool, typer.Option(help="Walker2d: use the pre-v5 model file.")] = False,
     max_leaves: Annotated[int | None, typer.Option(help="Leaf limit [default: 64].")] = None,
     max_depth: Annotated[int | None, typer.Option(help="Depth limit [default: none].")] = None,
-    leaf_model: Annotated[str | None, typer.Option(help="'linear' or 'constant' leaves [default: linear].")] = None,
+    leaf_model: Annotated[str | None, typer.Option(
+        help="'linear' or 'constant' leaves [default: linear].")] = None,
     max_leaf_terms: Annotated[int | None, typer.Option(
         help="Features per action in a linear leaf [default: all].")] = None,
     iterations: Annotated[int | None, typer.Option(
@@ -270,7 +272,8 @@ def distill_tree_cmd(
         help="'auto', 'critic' (VIPER-style, Q-function teachers) or 'none' [default: auto].")] = None,
     tune_iterations: Annotated[int | None, typer.Option(
         help="ARS updates of the leaves on the return after distillation [default: 0].")] = None,
-    eval_episodes: Annotated[int | None, typer.Option(help="Final evaluation episodes [default: 10].")] = None,
+    eval_episodes: Annotated[int | None, typer.Option(
+        help="Final evaluation episodes [default: 10].")] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed [default: 0].")] = None,
     config: Annotated[Path | None, typer.Option(
         help="TOML/YAML file of settings; options given on the command line win.")] = None,
@@ -346,7 +349,8 @@ def distill_tree_cmd(
 def viz(
     controller: Annotated[Path, typer.Argument(help="controller.json, or the folder holding it.")],
     out_file: Annotated[Path | None, typer.Option(
-        "--out", help="Picture to write (.svg, .png, .pdf) [default: tree.svg beside the controller].")] = None,
+        "--out", help="Picture to write (.svg, .png, .pdf) [default: tree.svg beside the controller].",
+    )] = None,
     max_depth: Annotated[int | None, typer.Option(help="Draw only the top levels of a big tree.")] = None,
     obs: Annotated[str | None, typer.Option(
         help="Highlight the path of one observation: comma-separated raw values.")] = None,
