@@ -79,7 +79,8 @@ def run_cell(teachers: str, out: str, task: str, config: str, seed: int) -> dict
     t = load_teacher(teacher_path(Path(teachers), task))
     assert t.env_fn is not None
     spec = get_task(t.task)
-    feats = [Signal(f.name, f.unit, f.description) for f in spec.observation_features(EnvVariant(**t.variant))]
+    variant = EnvVariant(**t.variant)
+    feats = [Signal(f.name, f.unit, f.description) for f in spec.observation_features(variant)]
     acts = [Signal(f.name, f.unit, f.description) for f in spec.action_features()]
     cfg = TreeDistillConfig(**{**COMMON, **CONFIGS[config], "seed": seed})
     resume = (folder / "checkpoint").is_dir()
@@ -295,7 +296,8 @@ def write_report(out: Path, teachers: Path, command: str, lat: dict[str, Any]) -
             terms = np.mean([r["linear_terms"] for r in s["runs"]])
             per_seed = ", ".join(f"{p:.0f}" for p in s["percent"])
             lines.append(f"| {name} | {s['leaves_mean']:.0f} | {terms:.0f} | {s['student_return']:.0f} | "
-                         f"{s['percent_mean']:.1f} ± {s['percent_std']:.1f} | [{per_seed}] ({len(s['seeds'])}) | "
+                         f"{s['percent_mean']:.1f} ± {s['percent_std']:.1f} | "
+                         f"[{per_seed}] ({len(s['seeds'])}) | "
                          f"{s['fidelity_student_r2']:.2f} | {s['seconds_mean']:.0f} |")
     if lat:
         lines += ["", "## Per-action latency, one observation", "",
@@ -303,11 +305,12 @@ def write_report(out: Path, teachers: Path, command: str, lat: dict[str, Any]) -
                   "(deterministic, one observation), the exported `controller.py` `act`, the exported "
                   "`controller.c` `act` called through ctypes from Python, and the same C `act` timed in a "
                   "C loop.", "",
-                  "| task | controller | teacher SB3 | Python export | C via ctypes | C native | speed-up Python / "
-                  "C ctypes / C native |", "|---|---|---|---|---|---|---|"]
+                  "| task | controller | teacher SB3 | Python export | C via ctypes | C native | "
+                  "speed-up Python / C ctypes / C native |", "|---|---|---|---|---|---|---|"]
         for task, m in lat.items():
             lines.append(
-                f"| {task} | {m['leaves']} leaves, {m['linear_terms']} terms | {m['teacher_sb3_predict_s'] * 1e6:.0f} µs"
+                f"| {task} | {m['leaves']} leaves, {m['linear_terms']} terms | "
+                f"{m['teacher_sb3_predict_s'] * 1e6:.0f} µs"
                 f" | {m['python_export_s'] * 1e6:.1f} µs | {m['c_export_via_ctypes_s'] * 1e6:.1f} µs | "
                 f"{m['c_export_native_s'] * 1e9:.0f} ns | {m['speedup_python']:.0f}× / "
                 f"{m['speedup_c_ctypes']:.0f}× / {m['speedup_c_native']:.0f}× |")
@@ -347,7 +350,8 @@ def main(argv: list[str] | None = None) -> None:
 
         with Progress() as bar, ProcessPoolExecutor(args.workers) as pool:
             job = bar.add_task("tree distillation cells", total=len(cells))
-            futures = {pool.submit(run_cell, str(args.teachers), str(args.out), *cell): cell for cell in cells}
+            futures = {pool.submit(run_cell, str(args.teachers), str(args.out), *cell): cell
+                       for cell in cells}
             for fut in as_completed(futures):
                 t, c, s = futures[fut]
                 try:
