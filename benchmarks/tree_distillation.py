@@ -305,7 +305,7 @@ def write_report(out: Path, teachers: Path, command: str, lat: dict[str, Any]) -
                   "(deterministic, one observation), the exported `controller.py` `act`, the exported "
                   "`controller.c` `act` called through ctypes from Python, and the same C `act` timed in a "
                   "C loop.", "",
-                  "| task | controller | teacher SB3 | Python export | C via ctypes | C native | "
+                  "| task, tree | controller | teacher SB3 | Python export | C via ctypes | C native | "
                   "speed-up Python / C ctypes / C native |", "|---|---|---|---|---|---|---|"]
         for task, m in lat.items():
             lines.append(
@@ -363,9 +363,10 @@ def main(argv: list[str] | None = None) -> None:
                 bar.advance(job)
     lat: dict[str, Any] = {}
     for task in tasks:
-        folder = cell_dir(args.out, task, "linear-64", seeds[0])
-        if (folder / "controller.json").is_file():
-            lat[task] = latency(args.teachers, task, folder)
+        for config in ("constant-64", "linear-64"):
+            folder = cell_dir(args.out, task, config, seeds[0])
+            if (folder / "controller.json").is_file():
+                lat[f"{task} {config}"] = latency(args.teachers, task, folder)
     print(write_report(args.out, args.teachers, command, lat))
 
 

@@ -48,6 +48,8 @@ class TreeDistillConfig:
     """'constant' or 'linear' (sparse-linear) leaves."""
     max_leaf_terms: int | None = None
     """With linear leaves, at most this many features per action and leaf (None: all)."""
+    split_on: str = "constant"
+    """Splits chosen for 'constant' children (CART), or for linear leaves: 'residual' or 'linear'."""
     iterations: int = 8
     """DAgger rounds after the teacher's rollouts (0: behaviour cloning)."""
     steps: int = 10_000
@@ -82,6 +84,7 @@ class TreeDistillConfig:
         if self.max_depth is not None:
             check_int(self.max_depth, "max_depth", owner, low=1, high=32)
         check_choice(self.leaf_model, "leaf_model", owner, ["constant", "linear"])
+        check_choice(self.split_on, "split_on", owner, ["constant", "residual", "linear"])
         if self.max_leaf_terms is not None:
             check_int(self.max_leaf_terms, "max_leaf_terms", owner, low=1)
         check_int(self.iterations, "iterations", owner, low=0)
@@ -116,7 +119,8 @@ class TreeDistillConfig:
 
     def student(self) -> TreePolicy:
         return TreePolicy(max_leaves=self.max_leaves, max_depth=self.max_depth, leaf_model=self.leaf_model,
-                          max_leaf_terms=self.max_leaf_terms, random_state=self.seed)
+                          max_leaf_terms=self.max_leaf_terms, split_on=self.split_on,
+                          random_state=self.seed)
 
 
 def fidelity(student: Any, observations: np.ndarray, teacher_actions: np.ndarray) -> dict[str, float]:

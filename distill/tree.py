@@ -10,6 +10,7 @@ from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from interp_rl._validation import check_choice, check_float, check_int
+from interp_rl.errors import InvalidParameterError
 from interp_rl.program import TreeProgram
 
 __all__ = ["TreePolicy", "fit_leaf_models", "program_from_sklearn"]
@@ -142,9 +143,11 @@ class TreePolicy(MultiOutputMixin, RegressorMixin, BaseEstimator):
         in each leaf (``None``: all).
     leaf_alpha : float, default=1e-3
         Ridge penalty of the leaf models on standardised features.
-    linear_splits : bool, default=False
-        With linear leaves, grow the splits on what a global linear model
-        leaves unexplained, so they capture the non-linear part.
+    split_on : {"constant", "residual", "linear"}, default="constant"
+        How splits are chosen. ``"constant"``: CART, for constant children.
+        With linear leaves, ``"residual"`` runs CART on what one global
+        linear model leaves unexplained, and ``"linear"`` grows a model tree
+        whose splits are judged by the fit of linear children (M5-style).
     min_samples_leaf : int, default=1
         Minimum samples in a leaf.
     ccp_alpha : float, default=0.0
@@ -186,7 +189,7 @@ class TreePolicy(MultiOutputMixin, RegressorMixin, BaseEstimator):
         leaf_model: str = "constant",
         max_leaf_terms: int | None = None,
         leaf_alpha: float = 1e-3,
-        linear_splits: bool = False,
+        split_on: str = "constant",
         min_samples_leaf: int = 1,
         ccp_alpha: float = 0.0,
         action_low: Any = None,
@@ -198,7 +201,7 @@ class TreePolicy(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.leaf_model = leaf_model
         self.max_leaf_terms = max_leaf_terms
         self.leaf_alpha = leaf_alpha
-        self.linear_splits = linear_splits
+        self.split_on = split_on
         self.min_samples_leaf = min_samples_leaf
         self.ccp_alpha = ccp_alpha
         self.action_low = action_low
@@ -212,6 +215,12 @@ class TreePolicy(MultiOutputMixin, RegressorMixin, BaseEstimator):
         if self.max_leaves is not None:
             check_int(self.max_leaves, "max_leaves", owner, low=2)
         check_choice(self.leaf_model, "leaf_model", owner, ["constant", "linear"])
+        check_choice(self.split_on, "split_on", owner, ["constant", "residual", "linear"])
+        if self.split_on != "constant" and self.leaf_model != "linear":
+            raise InvalidParameterError(
+                f"split_on={self.split_on!r} chooses splits for linear leaves; set leaf_model='linear' "
+                "or split_on='constant'."
+            )
         if self.max_leaf_terms is not None:
             check_int(self.max_leaf_terms, "max_leaf_terms", owner, low=1)
         check_float(self.leaf_alpha, "leaf_alpha", owner)
@@ -240,9 +249,14 @@ class TreePolicy(MultiOutputMixin, RegressorMixin, BaseEstimator):
         w = np.ones(len(X)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
         if w.shape != (len(X),) or not np.all(np.isfinite(w)) or np.any(w < 0):
             raise ValueError(f"sample_weight must be {len(X)} finite non-negative values.")
+        if not w.sum() > 0:
+            raise ValueError("Sample weights must contain at least one non-zero number.")
         linear = self.leaf_model == "linear"
         target = Y
-        if linear and self.linear_splits:
+        if self.split_on == "linear":
+            self.tree_ = self._fit_model_tree(X, Y, w)
+            return self
+        if self.split_on == "residual":
             none = np.array([-1])
             root = TreeProgram(feature=none, threshold=np.zeros(1), left=none, right=none,
                                intercept=np.zeros((1, Y.shape[1])),
@@ -263,6 +277,23 @@ class TreePolicy(MultiOutputMixin, RegressorMixin, BaseEstimator):
                                       min_samples=max(4, self.min_samples_leaf))
         self.tree_ = program
         return self
+
+    def _fit_model_tree(self, X: np.ndarray, Y: np.ndarray, w: np.ndarray) -> TreeProgram:
+        from distill._model_tree import grow_model_tree
+
+        nodes = grow_model_tree(X, Y, w, max_leaves=self.max_leaves, max_depth=self.max_depth,
+                                min_samples_leaf=self.min_samples_leaf, alpha=self.leaf_alpha,
+                                random_state=self.random_state)
+        low, high = self._bounds(Y.shape[1])
+        n = len(nodes["feature"])
+        program = TreeProgram(coef=np.zeros((n, Y.shape[1], X.shape[1])), action_low=low, action_high=high,
+                              **nodes)
+        if self.ccp_alpha > 0:
+            from distill.prune import prune
+
+            program = prune(program, self.ccp_alpha)
+        return fit_leaf_models(program, X, Y, w, alpha=self.leaf_alpha, max_terms=self.max_leaf_terms,
+                               min_samples=max(4, self.min_samples_leaf))
 
     def predict(self, X: Any) -> np.ndarray:
         """Actions ``(n, act_dim)`` for raw observations ``X`` ``(n, obs_dim)``."""

@@ -263,6 +263,9 @@ def distill_tree_cmd(
         help="'linear' or 'constant' leaves [default: linear].")] = None,
     max_leaf_terms: Annotated[int | None, typer.Option(
         help="Features per action in a linear leaf [default: all].")] = None,
+    split_on: Annotated[str | None, typer.Option(
+        help="Choose splits for 'constant' children (CART) or, with linear leaves, 'linear' children "
+             "(model tree) or the 'residual' of a global linear fit [default: constant].")] = None,
     iterations: Annotated[int | None, typer.Option(
         help="DAgger rounds after the teacher's rollouts; 0 is behaviour cloning [default: 8].")] = None,
     steps: Annotated[int | None, typer.Option(help="Environment steps per round [default: 10000].")] = None,
@@ -287,7 +290,7 @@ def distill_tree_cmd(
 
     settings = _read_config_file(config)
     given = {"max_leaves": max_leaves, "max_depth": max_depth, "leaf_model": leaf_model,
-             "max_leaf_terms": max_leaf_terms, "iterations": iterations, "steps": steps,
+             "max_leaf_terms": max_leaf_terms, "split_on": split_on, "iterations": iterations, "steps": steps,
              "beta_decay": beta_decay, "weighting": weighting, "tune_iterations": tune_iterations,
              "eval_episodes": eval_episodes, "seed": seed}
     settings.update({k: v for k, v in given.items() if v is not None})

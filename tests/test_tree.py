@@ -16,7 +16,8 @@ from interp_rl.errors import InvalidParameterError
 @parametrize_with_checks([
     TreePolicy(),
     TreePolicy(max_depth=3, leaf_model="linear"),
-    TreePolicy(max_leaves=8, leaf_model="linear", max_leaf_terms=2, linear_splits=True),
+    TreePolicy(max_leaves=8, leaf_model="linear", max_leaf_terms=2, split_on="residual"),
+    TreePolicy(max_leaves=6, leaf_model="linear", split_on="linear"),
 ])
 def test_sklearn_contract(estimator, check):
     check(estimator)
@@ -70,7 +71,7 @@ def test_linear_splits_see_through_a_global_slope():
     X = rng.uniform(-1, 1, size=(4000, 2))
     y = (3 * X[:, 1] + (X[:, 0] > 0.3))[:, None]
     plain = TreePolicy(max_depth=1, leaf_model="linear").fit(X, y)
-    split = TreePolicy(max_depth=1, leaf_model="linear", linear_splits=True).fit(X, y)
+    split = TreePolicy(max_depth=1, leaf_model="linear", split_on="residual").fit(X, y)
     assert plain.tree_.feature[0] == 1
     assert split.tree_.feature[0] == 0 and abs(split.tree_.threshold[0] - 0.3) < 0.01
     assert split.score(X, y) > plain.score(X, y)
@@ -181,3 +182,22 @@ def test_editing_rejects_bad_sizes(wiggly):
         prune_to_leaves(tree, 0)
     with pytest.raises(InvalidParameterError, match=r"'ccp_alpha' parameter of prune .* Got -1"):
         prune(tree, -1)
+
+
+def test_model_tree_splits_find_a_kink_that_constant_splits_miss():
+    # y = |x0| + 3 x1: CART splits on the slope in x1; judged with linear children, the best split is x0 = 0.
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, size=(4000, 3))
+    y = (np.abs(X[:, 0]) + 3 * X[:, 1])[:, None]
+    cart = TreePolicy(max_depth=1, leaf_model="linear").fit(X, y)
+    model = TreePolicy(max_depth=1, leaf_model="linear", split_on="linear").fit(X, y)
+    assert cart.tree_.feature[0] == 1
+    assert model.tree_.feature[0] == 0 and abs(model.tree_.threshold[0]) < 0.01
+    assert model.score(X, y) > 0.9999 > cart.score(X, y)
+    deeper = TreePolicy(max_leaves=5, leaf_model="linear", split_on="linear", random_state=0).fit(X, y)
+    assert deeper.tree_.n_leaves <= 5
+
+
+def test_split_on_needs_linear_leaves():
+    with pytest.raises(InvalidParameterError, match="split_on='linear' chooses splits for linear leaves"):
+        TreePolicy(split_on="linear").fit(np.zeros((4, 2)), np.zeros((4, 1)))
