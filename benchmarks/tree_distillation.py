@@ -49,9 +49,16 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "linear-16": {"leaf_model": "linear", "max_leaves": 16},
     "linear-64": {"leaf_model": "linear", "max_leaves": 64},
     "linear-8+tune": {"leaf_model": "linear", "max_leaves": 8, "tune_iterations": 60},
+    # The default recipe of `interp-rl distill tree`: model-tree splits, 12 rounds, beta mixing.
+    "model-64": {"leaf_model": "linear", "max_leaves": 64, "split_on": "linear", "iterations": 12,
+                 "beta_decay": 0.7},
 }
-COMMON: dict[str, Any] = {"iterations": 8, "steps": 10_000, "eval_episodes": 10}
+#: Settings every cell shares unless its configuration says otherwise.
+COMMON: dict[str, Any] = {"iterations": 8, "steps": 10_000, "eval_episodes": 10, "split_on": "constant",
+                          "beta_decay": 0.0}
 TARGET = 90.0
+KIND_LABELS = {"constant": "constant leaves", "linear": "linear leaves",
+               "model": "linear leaves, model-tree splits, 12 rounds, β 0.7"}
 
 
 def teacher_path(teachers: Path, task: str) -> Path:
@@ -209,7 +216,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]
 def _config_order(name: str) -> tuple[int, int, str]:
     kind, _, rest = name.partition("-")
     leaves = int(rest.split("+")[0])
-    return (leaves, 0 if kind == "constant" else 1, name)
+    return (leaves, ["constant", "linear", "model"].index(kind), name)
 
 
 def plot(summary: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
@@ -223,7 +230,7 @@ def plot(summary: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
     for ax, task in zip(axes[0], tasks, strict=True):
         groups: dict[str, list[tuple[float, float, float]]] = {}
         for name, s in summary[task].items():
-            kind = name.split("-")[0] + (" + tuning" if "+tune" in name else "")
+            kind = KIND_LABELS[name.split("-")[0]] + (" + leaf tuning" if "+tune" in name else "")
             groups.setdefault(kind, []).append((s["leaves_mean"], s["percent_mean"], s["percent_std"]))
         for kind, pts in sorted(groups.items()):
             pts.sort()

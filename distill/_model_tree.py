@@ -166,7 +166,6 @@ def grow_model_tree(
         go_left = X[rows, split.feature] <= split.threshold
         feature[node], threshold[node] = split.feature, split.threshold
         for side_rows in (rows[go_left], rows[~go_left]):
-            child = len(feature)
             feature.append(-1)
             threshold.append(0.0)
             left.append(-1)

@@ -12,7 +12,7 @@ import math
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +48,14 @@ class TreeDistillConfig:
     """'constant' or 'linear' (sparse-linear) leaves."""
     max_leaf_terms: int | None = None
     """With linear leaves, at most this many features per action and leaf (None: all)."""
-    split_on: str = "constant"
-    """Splits chosen for 'constant' children (CART), or for linear leaves: 'residual' or 'linear'."""
-    iterations: int = 8
+    split_on: str = "auto"
+    """'constant' (CART), 'linear' (model tree, for linear leaves), 'residual', or 'auto': linear for
+    linear leaves, constant otherwise."""
+    iterations: int = 12
     """DAgger rounds after the teacher's rollouts (0: behaviour cloning)."""
     steps: int = 10_000
     """Environment steps collected per round."""
-    beta_decay: float = 0.0
+    beta_decay: float = 0.7
     """Round i follows the teacher with probability beta_decay**i (0: plain DAgger)."""
     weighting: str = "auto"
     """'auto' (critic when the teacher has a Q-function), 'critic' or 'none'."""
@@ -84,7 +85,7 @@ class TreeDistillConfig:
         if self.max_depth is not None:
             check_int(self.max_depth, "max_depth", owner, low=1, high=32)
         check_choice(self.leaf_model, "leaf_model", owner, ["constant", "linear"])
-        check_choice(self.split_on, "split_on", owner, ["constant", "residual", "linear"])
+        check_choice(self.split_on, "split_on", owner, ["auto", "constant", "residual", "linear"])
         if self.max_leaf_terms is not None:
             check_int(self.max_leaf_terms, "max_leaf_terms", owner, low=1)
         check_int(self.iterations, "iterations", owner, low=0)
@@ -103,6 +104,13 @@ class TreeDistillConfig:
             raise InvalidParameterError(
                 f"The 'collapse_atol' parameter of {owner} must be a float in [0.0, inf). "
                 f"Got {self.collapse_atol!r} instead."
+            )
+        if self.split_on == "auto":
+            return replace(self, split_on="linear" if self.leaf_model == "linear" else "constant")
+        if self.split_on != "constant" and self.leaf_model != "linear":
+            raise InvalidParameterError(
+                f"split_on={self.split_on!r} chooses splits for linear leaves; use leaf_model='linear' "
+                "or split_on='constant'."
             )
         return self
 
@@ -184,7 +192,7 @@ def distill_tree(
     from interp_rl.export import write_exports
     from interp_rl.viz import export_text, render, to_dot
 
-    config.validate()
+    config = config.validate()
     out = Path(out_dir)
     ckpt = out / "checkpoint"
     if (out / METRICS_FILE).exists() and not resume:

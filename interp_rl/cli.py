@@ -265,12 +265,13 @@ def distill_tree_cmd(
         help="Features per action in a linear leaf [default: all].")] = None,
     split_on: Annotated[str | None, typer.Option(
         help="Choose splits for 'constant' children (CART) or, with linear leaves, 'linear' children "
-             "(model tree) or the 'residual' of a global linear fit [default: constant].")] = None,
+             "(model tree) or the 'residual' of a global linear fit "
+             "[default: linear for linear leaves].")] = None,
     iterations: Annotated[int | None, typer.Option(
-        help="DAgger rounds after the teacher's rollouts; 0 is behaviour cloning [default: 8].")] = None,
+        help="DAgger rounds after the teacher's rollouts; 0 is behaviour cloning [default: 12].")] = None,
     steps: Annotated[int | None, typer.Option(help="Environment steps per round [default: 10000].")] = None,
     beta_decay: Annotated[float | None, typer.Option(
-        help="Round i follows the teacher with probability beta_decay**i [default: 0].")] = None,
+        help="Round i follows the teacher with probability beta_decay**i [default: 0.7].")] = None,
     weighting: Annotated[str | None, typer.Option(
         help="'auto', 'critic' (VIPER-style, Q-function teachers) or 'none' [default: auto].")] = None,
     tune_iterations: Annotated[int | None, typer.Option(
@@ -294,7 +295,7 @@ def distill_tree_cmd(
              "beta_decay": beta_decay, "weighting": weighting, "tune_iterations": tune_iterations,
              "eval_episodes": eval_episodes, "seed": seed}
     settings.update({k: v for k, v in given.items() if v is not None})
-    cfg = TreeDistillConfig.from_dict(settings).validate()
+    cfg = TreeDistillConfig.from_dict(settings).validate()  # resolved: split_on 'auto' is decided
     import torch
 
     torch.set_num_threads(1)

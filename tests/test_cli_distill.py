@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -86,7 +87,8 @@ def test_viz_draws_the_path_of_a_state_and_leaf_visits(swimmer_tree, tmp_path):
     code, stdout, stderr = _run("viz", swimmer_tree, "--obs", obs, "--episode-seed", "0", "--out", png, "--text")
     assert code == 0, stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "torso_yaw = 0.1 rad" in stdout
+    assert re.search(r"^(torso|motor)\w+ = 0\.1 (rad|m/s|rad/s) (<=|>) ", stdout, re.M)  # named, with units
+    assert "→ leaf" in stdout
     assert "Episode seed 0: 1000 steps" in stdout and "leaves visited" in stdout
 
 
