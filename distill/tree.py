@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import InvalidParameterError
-from interp_rl.program import TreeProgram
+from interp_rl.program import Controller, Signal, TreeProgram
 
 __all__ = ["TreePolicy", "fit_leaf_models", "program_from_sklearn"]
 
@@ -315,6 +316,36 @@ class TreePolicy(MultiOutputMixin, RegressorMixin, BaseEstimator):
     def get_depth(self) -> int:
         check_is_fitted(self)
         return self.tree_.depth
+
+    def to_controller(
+        self,
+        features: Sequence[str | Signal] | None = None,
+        actions: Sequence[str | Signal] | None = None,
+        *,
+        task: str = "",
+        metadata: dict[str, Any] | None = None,
+    ) -> Controller:
+        """The fitted tree as a :class:`~interp_rl.program.Controller` with named features and actions.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interp_rl.viz import export_text
+        >>> X = np.linspace(-1, 1, 50)[:, None]
+        >>> tree = TreePolicy(max_depth=1).fit(X, np.sign(X))
+        >>> print(export_text(tree.to_controller(["pole_angle"], ["push"])))
+        |--- pole_angle <= 0.000
+        |   |--- push = -1.000   (n=25)
+        |--- pole_angle >  0.000
+        |   |--- push = 1.000   (n=25)
+        """
+        check_is_fitted(self)
+
+        def signals(items: Sequence[str | Signal] | None) -> list[Signal]:
+            return [s if isinstance(s, Signal) else Signal(str(s)) for s in (items or [])]
+
+        return Controller(self.tree_, features=signals(features), actions=signals(actions), task=task,
+                          metadata=dict(metadata or {}))
 
     def with_program(self, program: TreeProgram) -> TreePolicy:
         """A fitted copy of this estimator that runs ``program`` (after editing or tuning)."""
