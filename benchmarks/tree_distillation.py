@@ -261,6 +261,28 @@ def smallest_reaching(configs: dict[str, dict[str, Any]], target: float) -> tupl
     return name, s
 
 
+def keep_controller(out: Path, task: str, config: str, s: dict[str, Any]) -> str:
+    """Copy the median-seed controller of a configuration to ``OUT/tree_controllers``; return its folder."""
+    from interp_rl.program import load_controller
+    from interp_rl.viz import RenderError, render, to_dot
+
+    runs = sorted(s["runs"], key=lambda r: r["percent_of_teacher"])
+    run = runs[(len(runs) - 1) // 2]
+    src = Path(run["folder"])
+    dest = out / "tree_controllers" / f"{task}-{config}-seed{run['seed']}"
+    for name in ("controller.json", "rules.txt", "metrics.json"):
+        if (src / name).is_file():
+            atomic_write_bytes(dest / name, (src / name).read_bytes())
+    ctrl = load_controller(src)
+    title = (f"{task}: {config}, seed {run['seed']}, {run['percent_of_teacher']:.0f}% of teacher "
+             "(top 3 levels)")
+    try:
+        render(to_dot(ctrl, max_depth=3, title=title), dest / "tree_top.svg")
+    except RenderError:
+        pass
+    return str(dest.relative_to(out))
+
+
 def write_report(out: Path, teachers: Path, command: str, lat: dict[str, Any]) -> str:
     rows = collect_records(out)
     summary = summarise(rows)
@@ -294,6 +316,17 @@ def write_report(out: Path, teachers: Path, command: str, lat: dict[str, Any]) -
                    else "not reached | – | –")
         lines.append(f"| {task} ({algo}) | {teacher_ret:.0f} | {hit_txt} | {best_name} | "
                      f"{best['percent_mean']:.1f} ± {best['percent_std']:.1f} |")
+    kept = []
+    for task, configs in summary.items():
+        hit = smallest_reaching(configs, TARGET)
+        best_name = max(configs, key=lambda n: configs[n]["percent_mean"])
+        for name in dict.fromkeys([*(hit[0:1] if hit else []), best_name]):
+            if (Path(configs[name]["runs"][0]["folder"]) / "controller.json").is_file():
+                kept.append((task, name, keep_controller(out, task, name, configs[name])))
+    if kept:
+        lines += ["", "Controllers kept (the median seed; `controller.json`, `rules.txt`, and the top of the "
+                  "tree drawn in `tree_top.svg`; `interp-rl viz FOLDER` draws all of it):", ""]
+        lines += [f"- {task} {name}: [`{folder}`]({folder}/tree_top.svg)" for task, name, folder in kept]
     for task, configs in summary.items():
         lines += ["", f"## {task} ({TASKS[task][0].upper()} teacher)", "",
                   "| config | leaves | linear terms | tree return | % of teacher | seeds | fidelity R² | "
