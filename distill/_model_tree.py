@@ -39,8 +39,10 @@ class _Grower:
         var = (w @ (X - mean) ** 2) / sw
         self.usable = var > 1e-12
         # Ridge on standardised features, as fit_leaf_models: alpha * (weight) * var_j per column.
-        self.lam_unit = np.concatenate([[0.0], alpha * np.where(self.usable, var, 0.0)])
-        self.Z = np.concatenate([np.ones((len(X), 1)), np.where(self.usable, X, 0.0)], axis=1)
+        # Constant columns (e.g. zeroed contact forces) carry nothing: leave them out of the fits.
+        cols = np.flatnonzero(self.usable)
+        self.lam_unit = np.concatenate([[0.0], alpha * var[cols]])
+        self.Z = np.concatenate([np.ones((len(X), 1)), X[:, cols]], axis=1)
 
     def stats(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
         Zw = self.Z[rows] * self.w[rows, None]
