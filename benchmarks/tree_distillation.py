@@ -98,6 +98,7 @@ def run_cell(teachers: str, out: str, task: str, config: str, seed: int) -> dict
 
 # ----------------------------------------------------------------------------- latency
 _BENCH_MAIN = r"""
+#define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <time.h>
 void act(const double *obs, double *action);
@@ -226,7 +227,7 @@ def plot(summary: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     tasks = list(summary)
-    fig, axes = plt.subplots(1, len(tasks), figsize=(4 * len(tasks), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4 * len(tasks), 4.0), squeeze=False)
     for ax, task in zip(axes[0], tasks, strict=True):
         groups: dict[str, list[tuple[float, float, float]]] = {}
         for name, s in summary[task].items():
@@ -243,8 +244,13 @@ def plot(summary: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
         ax.set_ylim(bottom=min(0, ax.get_ylim()[0]))
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("% of teacher return (mean ± std over seeds)")
-    axes[0][-1].legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
+    handles: dict[str, Any] = {}
+    for ax in axes[0]:
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, h)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles), fontsize=9,
+               frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     with tempfile.NamedTemporaryFile(suffix=".png", delete=False) as fh:
         tmp = fh.name
     fig.savefig(tmp, dpi=110)
@@ -302,7 +308,7 @@ def write_report(out: Path, teachers: Path, command: str, lat: dict[str, Any]) -
         "Teacher and tree are evaluated on the same 10 episodes (seeds s..s+9, `-v5` tasks). "
         "% of teacher: mean ± std over seeds (individual seeds in brackets). Fidelity: R² of the tree's "
         "actions against the teacher's on states the tree visits. Times are wall-clock seconds on a "
-        "2-core machine running two cells at once.",
+        "2-core machine running two or three cells at once (so they overstate single-run times).",
         "",
         "![% of teacher against leaves](tree_distillation.png)",
         "",
@@ -385,8 +391,8 @@ def main(argv: list[str] | None = None) -> None:
     for name in configs:
         if name not in CONFIGS:
             p.error(f"unknown config {name!r}; choose from {', '.join(CONFIGS)}")
-    command = "python -m benchmarks.tree_distillation " + " ".join(
-        a for a in (argv if argv is not None else sys.argv[1:]) if a != "--report-only")
+    command = " ".join(["python -m benchmarks.tree_distillation", *(
+        a for a in (argv if argv is not None else sys.argv[1:]) if a != "--report-only")])
     if not args.report_only:
         cells = [(t, c, s) for s in seeds for t in tasks for c in configs
                  if not (cell_dir(args.out, t, c, s) / "metrics.json").is_file()]
