@@ -76,19 +76,15 @@ def run_cell(teachers: str, out: str, task: str, config: str, seed: int) -> dict
 
     torch.set_num_threads(1)
     from distill.run import TreeDistillConfig, distill_tree
-    from envs import EnvVariant, get_task
+    from envs import task_signals
     from envs.teachers import load_teacher
-    from interp_rl.program import Signal
 
     folder = cell_dir(Path(out), task, config, seed)
     if (folder / "metrics.json").is_file():
         return dict(json.loads((folder / "metrics.json").read_text()))
     t = load_teacher(teacher_path(Path(teachers), task))
     assert t.env_fn is not None
-    spec = get_task(t.task)
-    variant = EnvVariant(**t.variant)
-    feats = [Signal(f.name, f.unit, f.description) for f in spec.observation_features(variant)]
-    acts = [Signal(f.name, f.unit, f.description) for f in spec.action_features()]
+    feats, acts = task_signals(t.task, t.variant)
     cfg = TreeDistillConfig(**{**COMMON, **CONFIGS[config], "seed": seed})
     resume = (folder / "checkpoint").is_dir()
     return distill_tree(t, t.env_fn, cfg, folder, features=feats, actions=acts, task=t.task,

@@ -12,6 +12,7 @@ from envs.registry import (
     make_vec_env,
     observation_dim,
     resolve_task,
+    task_signals,
 )
 from envs.rollouts import collect, evaluate
 from envs.teachers import load_teacher
@@ -33,5 +34,6 @@ __all__ = [
     "make_vec_env",
     "observation_dim",
     "resolve_task",
+    "task_signals",
     "train_teacher",
 ]

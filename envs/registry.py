@@ -29,6 +29,7 @@ from envs.features import (
 )
 from envs.wrappers import LayoutObservation
 from interp_rl.errors import InvalidParameterError, UnknownTaskError
+from interp_rl.program import Signal
 
 __all__ = [
     "TASKS",
@@ -40,6 +41,7 @@ __all__ = [
     "make_env",
     "make_vec_env",
     "resolve_task",
+    "task_signals",
 ]
 
 Layout = tuple[ObservationBlock, ...]
@@ -287,6 +289,25 @@ def make_vec_env(task: str, n_envs: int, seed: int = 0, variant: EnvVariant | No
     venv = DummyVecEnv([factory(i) for i in range(n_envs)])
     venv.seed(seed)
     return venv
+
+
+def task_signals(
+    task: str, variant: EnvVariant | dict[str, Any] | None = None
+) -> tuple[list[Signal], list[Signal]]:
+    """Named observation features and actions of ``task`` as :class:`~interp_rl.program.Signal` lists.
+
+    Examples
+    --------
+    >>> features, actions = task_signals("Hopper-v5")
+    >>> features[1].label, actions[0].name
+    ('torso_pitch [rad]', 'thigh_joint_torque')
+    """
+    if isinstance(variant, dict):
+        variant = EnvVariant(**variant)
+    t = get_task(task)
+    features = [Signal(f.name, f.unit, f.description) for f in t.observation_features(variant)]
+    actions = [Signal(f.name, f.unit, f.description) for f in t.action_features()]
+    return features, actions
 
 
 def observation_dim(task: str, variant: EnvVariant | None = None) -> int:

@@ -285,9 +285,8 @@ def distill_tree_cmd(
 ) -> None:
     """Distil a teacher into a small decision tree (DAgger, critic-weighted when possible)."""
     from distill.run import TreeDistillConfig, distill_tree
-    from envs import EnvVariant, get_task
+    from envs import get_task, task_signals
     from envs.teachers import load_teacher
-    from interp_rl.program import Signal
 
     settings = _read_config_file(config)
     given = {"max_leaves": max_leaves, "max_depth": max_depth, "leaf_model": leaf_model,
@@ -303,10 +302,7 @@ def distill_tree_cmd(
     if env is not None and get_task(env).id != t.task:
         raise InterpRLError(f"The teacher is for {t.task}, not {get_task(env).id}.")
     assert t.env_fn is not None
-    task = get_task(t.task)
-    variant = EnvVariant(**t.variant)
-    features = [Signal(f.name, f.unit, f.description) for f in task.observation_features(variant)]
-    actions = [Signal(f.name, f.unit, f.description) for f in task.action_features()]
+    features, actions = task_signals(t.task, t.variant)
     provenance = {"source": t.source, "algo": t.algo, "task": t.task, "variant": t.variant}
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
