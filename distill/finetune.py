@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from distill.dagger import SELECTION_SEED_OFFSET
 from distill.tree import TreePolicy
 from interp_rl._validation import check_float, check_int
 from interp_rl.program import TreeProgram
@@ -26,7 +27,6 @@ from interp_rl.rollouts import evaluate
 __all__ = ["LeafTuner"]
 
 EnvFn = Callable[[int], Any]
-SELECTION_SEED_OFFSET = 50_000
 TUNING_SEED_OFFSET = 200_000
 
 
@@ -71,8 +71,7 @@ class _LeafParams:
 
 
 def _batched_returns(
-    program: TreeProgram, intercepts: np.ndarray, coefs: np.ndarray, env_fn: EnvFn, seed: int,
-    envs: list[Any],
+    program: TreeProgram, intercepts: np.ndarray, coefs: np.ndarray, seed: int, envs: list[Any],
 ) -> np.ndarray:
     """Run policy ``k`` (leaf parameters ``intercepts[k]``, ``coefs[k]``) in ``envs[k]`` on episode ``seed``.
 
@@ -207,7 +206,7 @@ class LeafTuner:
                 intercepts = np.stack([a[0] for a in arrays])
                 coefs = np.stack([a[1] for a in arrays])
                 ep_seed = self.seed + TUNING_SEED_OFFSET + it
-                rets = _batched_returns(program, intercepts, coefs, env_fn, ep_seed, envs)
+                rets = _batched_returns(program, intercepts, coefs, ep_seed, envs)
                 r_plus, r_minus = rets[:n_dir], rets[n_dir:]
                 order = np.argsort(-np.maximum(r_plus, r_minus))[:top]
                 sigma = float(np.concatenate([r_plus[order], r_minus[order]]).std()) or 1.0

@@ -225,22 +225,19 @@ def _read_config_file(path: Path | None) -> dict[str, Any]:
         return {}
     if not path.is_file():
         raise InterpRLError(f"Config file {str(path)!r} does not exist.")
+    suffix = path.suffix.lower()
+    if suffix not in (".toml", ".yml", ".yaml", ".json"):
+        raise InterpRLError(f"Config file {str(path)!r}: use a .toml, .yaml or .json file.")
+    import tomllib
+
+    import yaml
+
     text = path.read_text(encoding="utf-8")
     try:
-        if path.suffix.lower() == ".toml":
-            import tomllib
-
-            data: Any = tomllib.loads(text)
-        elif path.suffix.lower() in (".yml", ".yaml", ".json"):
-            import yaml
-
-            data = yaml.safe_load(text)
-        else:
-            raise InterpRLError(f"Config file {str(path)!r}: use a .toml, .yaml or .json file.")
-    except (ValueError, Exception) as exc:  # tomllib/yaml parse errors
-        if isinstance(exc, InterpRLError):
-            raise
-        raise InterpRLError(f"Config file {str(path)!r} is not valid: {exc}") from None
+        data: Any = tomllib.loads(text) if suffix == ".toml" else yaml.safe_load(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        reason = " ".join(str(exc).split())  # YAML reports span several lines
+        raise InterpRLError(f"Config file {str(path)!r} is not valid: {reason}") from None
     if isinstance(data, dict) and isinstance(data.get("config"), dict):
         data = data["config"]  # a resolved config.json from an earlier run
     if not isinstance(data, dict):

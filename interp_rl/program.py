@@ -340,8 +340,8 @@ class TreeProgram:
                 feature=d["feature"], threshold=d["threshold"], left=d["left"], right=d["right"],
                 intercept=d["intercept"], obs_dim=obs_dim, coef=coef,
                 n_samples=d.get("n_samples", []), risk=d.get("risk", []),
-                action_low=[_float_in(v) for v in d["action_low"]],
-                action_high=[_float_in(v) for v in d["action_high"]],
+                action_low=[float(v) for v in d["action_low"]],
+                action_high=[float(v) for v in d["action_high"]],
             )
         except ControllerFormatError:
             raise
@@ -353,10 +353,6 @@ class TreeProgram:
 
 def _float_out(v: float) -> float | str:
     return float(v) if math.isfinite(v) else ("inf" if v > 0 else "-inf")
-
-
-def _float_in(v: float | str) -> float:
-    return float(v)
 
 
 PROGRAMS: dict[str, type[TreeProgram]] = {"tree": TreeProgram}

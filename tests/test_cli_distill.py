@@ -188,3 +188,18 @@ def test_interrupted_distillation_resumes_from_its_completed_rounds(shared_teach
     metrics = json.loads((out / "metrics.json").read_text())
     assert [r["round"] for r in metrics["dagger_history"]] == [0, 1, 2]
     assert Path(out / "controller.json").is_file() and not (out / "checkpoint").exists()
+
+
+@pytest.mark.parametrize(("name", "text", "line"), [
+    ("bad.toml", "max_leaves = = 3\n", "is not valid: "),
+    ("bad.yaml", "max_leaves: [3\n", "is not valid: "),
+    ("bad.ini", "max_leaves = 3\n", ": use a .toml, .yaml or .json file."),
+    ("list.yaml", "- 3\n", " must hold a table of settings."),
+])
+def test_unreadable_config_files_get_one_line(shared_teachers, tmp_path, name, text, line):
+    cfg = tmp_path / name
+    cfg.write_text(text)
+    code, _, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "sac", "Swimmer"),
+                           "--out", tmp_path / "t", "--config", cfg)
+    assert code == 1 and stderr.startswith(f"Error: Config file '{cfg}'") and line in stderr
+    assert len(stderr.strip().splitlines()) == 1
