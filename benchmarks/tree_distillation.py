@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.latency import native_c_latency
 from interp_rl.io import atomic_write_bytes, atomic_write_text
 
 #: task key -> (algorithm, zoo env name) of the shared teachers distilled here.
@@ -93,46 +93,6 @@ def run_cell(teachers: str, out: str, task: str, config: str, seed: int) -> dict
 
 
 # ----------------------------------------------------------------------------- latency
-_BENCH_MAIN = r"""
-#define _POSIX_C_SOURCE 199309L
-#include <stdio.h>
-#include <time.h>
-void act(const double *obs, double *action);
-int main(int argc, char **argv) {
-    static double obs[%(obs_dim)d], action[%(act_dim)d];
-    double sink = 0.0;
-    long n = %(calls)d;
-    for (int i = 0; i < %(obs_dim)d; i++) scanf("%%lf", &obs[i]);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (long k = 0; k < n; k++) {
-        obs[k %% %(obs_dim)d] += 1e-12;  /* keep the compiler from hoisting the call */
-        act(obs, action);
-        sink += action[0];
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    printf("%%.9e %%g\n", ((t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec)) / n, sink);
-    return 0;
-}
-"""
-
-
-def native_c_latency(c_file: Path, obs: np.ndarray, act_dim: int, calls: int = 200_000) -> float:
-    """Seconds per ``act`` call measured inside a C loop (no Python in the way)."""
-    from interp_rl.export import _find_compiler
-
-    with tempfile.TemporaryDirectory() as tmp:
-        main = Path(tmp) / "bench.c"
-        main.write_text(_BENCH_MAIN % {"obs_dim": len(obs), "act_dim": act_dim, "calls": calls})
-        exe = Path(tmp) / "bench"
-        cc = _find_compiler()
-        subprocess.run([*cc, "-O2", "-std=c99", "-ffp-contract=off", "-o", str(exe), str(c_file), str(main)],
-                       check=True, capture_output=True)
-        res = subprocess.run([str(exe)], input=" ".join(repr(float(v)) for v in obs), text=True,
-                             capture_output=True, check=True)
-        return float(res.stdout.split()[0])
-
-
 def latency(teachers: Path, task: str, folder: Path) -> dict[str, Any]:
     """Per-action latency of the teacher's SB3 predict and of the exported controllers, one observation."""
     import torch

@@ -175,6 +175,7 @@ def distill_tree(
     resume: bool = False,
     progress: Callable[[dict[str, Any]], None] | None = None,
     render_picture: bool = True,
+    evaluate_student: bool = True,
 ) -> dict[str, Any]:
     """Distil ``teacher`` into a tree and write everything about it to ``out_dir``.
 
@@ -182,7 +183,9 @@ def distill_tree(
     and ``controller.c`` (standalone exports), ``rules.txt``, ``tree.dot`` and
     ``tree.svg``, ``metrics.json`` and the resolved ``config.json``; the
     DAgger rounds are kept in ``out_dir/checkpoint`` so an interrupted run
-    loses no completed round (``resume=True`` continues it).
+    loses no completed round (``resume=True`` continues it). With
+    ``evaluate_student=False`` the final evaluation (returns and fidelity) is left to
+    the caller, as the benchmark harness does for every method alike.
 
     Returns
     -------
@@ -259,12 +262,13 @@ def distill_tree(
         "dagger_history": dagger.history_,
         "tuning": tuning,
     }
-    metrics.update(student_metrics(student, teacher, env_fn, episodes=config.eval_episodes, seed=config.seed,
-                                   fidelity_steps=config.fidelity_steps))
+    metadata: dict[str, Any] = {"method": "tree", "config": asdict(config), "teacher": provenance or {}}
+    if evaluate_student:
+        metrics.update(student_metrics(student, teacher, env_fn, episodes=config.eval_episodes,
+                                       seed=config.seed, fidelity_steps=config.fidelity_steps))
+        metadata["metrics"] = {k: metrics[k] for k in ("teacher_return", "student_return", "percent_of_teacher")}
     controller = Controller(program, features=list(features or []), actions=list(actions or []), task=task,
-                            metadata={"method": "tree", "config": asdict(config), "teacher": provenance or {},
-                                      "metrics": {k: metrics[k] for k in ("teacher_return", "student_return",
-                                                                           "percent_of_teacher")}})
+                            metadata=metadata)
     paths = write_exports(controller, out)
     metrics["export_bytes"] = {k: Path(p).stat().st_size for k, p in paths.items()}
     atomic_write_text(out / "rules.txt", export_text(controller) + "\n")

@@ -435,15 +435,9 @@ def export(
 
 
 def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
+    from interp_rl.provenance import versions
 
-    found = {}
-    for pkg in ("interp-rl", "stable-baselines3", "sb3-contrib", "gymnasium", "mujoco", "torch", "numpy"):
-        try:
-            found[pkg] = version(pkg)
-        except PackageNotFoundError:
-            pass
-    return found
+    return versions()
 
 
 def main() -> None:

@@ -49,6 +49,7 @@ __all__ = [
     "C_FLAGS",
     "ExportError",
     "compile_c",
+    "find_compiler",
     "load_c_controller",
     "load_python_controller",
     "measure_latency",
@@ -545,7 +546,7 @@ def load_python_controller(path: str | os.PathLike[str]) -> Callable[[list[float
 
 
 # ------------------------------------------------------------------------------ compiling C
-def _find_compiler() -> list[str]:
+def find_compiler() -> list[str]:
     """The compiler command: ``$CC`` (split like a shell would) or the first of gcc, cc, clang."""
     env = os.environ.get("CC", "").strip()
     if env:
@@ -604,7 +605,7 @@ def compile_c(
     out.mkdir(parents=True, exist_ok=True)
     target = out / ("libcontroller.so" if shared else "controller")
     tmp = out / f".{target.name}.{os.getpid()}.tmp"
-    cc = _find_compiler()
+    cc = find_compiler()
     mode = ["-fPIC", "-shared"] if shared else ["-DINTERP_RL_MAIN"]
     cmd = [*cc, *C_FLAGS, *mode, *extra_flags, "-o", str(tmp), str(src)]
     try:

@@ -1,0 +1,421 @@
+"""The benchmark harness: every cell of a suite, one JSON record each, resumable, local or on Ray.
+
+Layout of a results folder::
+
+    RESULTS/suite.json               the suite as run (what ``interp-rl report`` describes)
+    RESULTS/teachers/NAME/           teachers the suite trains (``interp-rl train`` folders)
+    RESULTS/cells/CELL/              a cell's controller, exports, pictures and DAgger checkpoints
+    RESULTS/records/CELL.json        a finished cell's record (written last, atomically)
+
+:func:`run_cell` is the unit of work: a pure function of the cell, the suite and the two
+folders that returns the record and writes it; a rerun skips cells whose record exists and
+resumes unfinished ones from their checkpoints, so a killed run loses at most the work in
+flight since the last DAgger round.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.suite import Cell, Suite, SuiteError, TeacherSpec
+from interp_rl.errors import InterpRLError
+from interp_rl.io import atomic_write, atomic_write_text
+
+__all__ = ["BenchResult", "RECORD_SCHEMA", "default_teachers_dir", "load_records", "prepare_teachers",
+           "record_path", "run_cell", "run_suite", "teacher_command"]
+
+RECORD_SCHEMA = "interp-rl.bench-record/1"
+EXECUTORS = ("process", "ray")
+
+
+def default_teachers_dir() -> Path:
+    """Where suites' relative teacher paths point: ``$INTERP_RL_TEACHERS``, else ``../shared/teachers``."""
+    return Path(os.environ.get("INTERP_RL_TEACHERS", os.path.join("..", "shared", "teachers")))
+
+
+def record_path(results: Path, cell: Cell) -> Path:
+    return Path(results) / "records" / f"{cell.id}.json"
+
+
+def teacher_command(spec: TeacherSpec, seed: int = 0) -> str:
+    """The ``interp-rl train`` command that makes a suite's trained teacher."""
+    assert spec.train is not None
+    t = spec.train
+    return (f"interp-rl train --algo {t['algo']} --env {t['env']} --steps {t['steps']} "
+            f"--seed {t.get('seed', seed)} --out teachers/{spec.name}")
+
+
+def _teacher_location(spec: TeacherSpec, results: Path, teachers_dir: Path) -> Path:
+    if spec.train is not None:
+        return Path(results) / "teachers" / spec.name
+    assert spec.path is not None
+    p = Path(spec.path)
+    return p if p.is_absolute() else Path(teachers_dir) / p
+
+
+def prepare_teachers(suite: Suite, results: Path, teachers_dir: Path, *,
+                     log: Callable[[str], None] = print) -> None:
+    """Train the suite's ``train`` teachers that are not trained yet; check the others exist."""
+    from envs.training import TEACHER_FILE, TrainConfig, train_teacher
+
+    for spec in suite.teachers:
+        where = _teacher_location(spec, results, teachers_dir)
+        if spec.train is None:
+            if not where.exists():
+                raise SuiteError(f"Teacher {spec.name!r} of suite {suite.name!r}: {str(where)!r} does not exist "
+                                 "(set --teachers to the folder the suite's paths are relative to).")
+            continue
+        if (where / TEACHER_FILE).is_file() and not (where / "checkpoint").exists():
+            continue
+        t = dict(spec.train)
+        log(f"Training teacher {spec.name}: {teacher_command(spec)}")
+        cfg = TrainConfig(algo=str(t.pop("algo")), task=str(t.pop("env")), steps=int(t.pop("steps")),
+                          out=str(where), seed=int(t.pop("seed", 0)), hyperparams=dict(t.pop("hyperparams", {})),
+                          **t)
+        train_teacher(cfg, resume=True, progress_bar=sys.stderr.isatty())
+
+
+def _load_teacher(spec: TeacherSpec, results: Path, teachers_dir: Path) -> Any:
+    from envs.teachers import load_teacher
+
+    return load_teacher(_teacher_location(spec, results, teachers_dir), env=spec.env, algo=spec.algo)
+
+
+def _provenance(spec: TeacherSpec, teacher: Any) -> dict[str, Any]:
+    source = teacher_command(spec) if spec.train is not None else spec.path
+    return {"name": spec.name, "source": source, "algo": teacher.algo, "task": teacher.task,
+            "variant": teacher.variant}
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if np.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return _finite(obj.item())
+    return obj
+
+
+def _save_npy(path: Path, array: np.ndarray) -> None:
+    def _w(tmp: str) -> None:
+        with open(tmp, "wb") as fh:
+            np.save(fh, array, allow_pickle=False)
+
+    atomic_write(path, _w)
+
+
+def _speedup(teacher_s: float, student_s: float | None) -> float | None:
+    return teacher_s / student_s if student_s else None
+
+
+def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers_dir: str) -> dict[str, Any]:
+    """Run one cell and write its record; return the record (an existing record is returned as is).
+
+    Arguments are plain data (``Cell.to_dict()``, ``Suite.to_dict()``, folder names) so the
+    function runs unchanged in a worker process or a Ray task.
+    """
+    import torch
+
+    from benchmarks.methods import METHODS
+    from benchmarks.suite import MethodSpec
+    from distill.run import student_metrics
+    from envs import task_signals
+    from interp_rl.export import write_exports
+    from interp_rl.provenance import machine, versions
+
+    torch.set_num_threads(1)  # small batches: one thread is fastest and never oversubscribes
+    c = Cell(**cell)
+    res = Path(results)
+    out = record_path(res, c)
+    if out.is_file():
+        return dict(json.loads(out.read_text()))
+    t0 = time.perf_counter()
+    spec = TeacherSpec(**next(t for t in suite["teachers"] if t["name"] == c.teacher))
+    mspec = MethodSpec(**next(m for m in suite["methods"] if m["label"] == c.method))
+    method = METHODS[mspec.method]
+    config = method.resolve(c.size, mspec.settings, c.seed)
+    teacher = _load_teacher(spec, res, Path(teachers_dir))
+    assert teacher.env_fn is not None
+    features, actions = task_signals(teacher.task, teacher.variant)
+    provenance = _provenance(spec, teacher)
+    work = res / "cells" / c.id
+    made = method.distill(teacher, teacher.env_fn, config, work, features=features, actions=actions,
+                          task=teacher.task, provenance=provenance)
+    controller = made.controller
+    exports = write_exports(controller, work)
+    episodes, fid_steps = int(suite["episodes"]), int(suite["fidelity_steps"])
+    ev = student_metrics(controller, teacher, teacher.env_fn, episodes=episodes, seed=c.seed,
+                         fidelity_steps=fid_steps)
+
+    # States the controller visits: for latency, and for the report's explanations.
+    from interp_rl.rollouts import collect
+
+    states = collect(controller, teacher.env_fn, int(suite["latency_batch"]), c.seed).observations
+    _save_npy(work / "states.npy", states)
+    from benchmarks.latency import controller_latency, teacher_latency
+
+    t_lat = teacher_latency(teacher, states)
+    s_lat = controller_latency(controller, work, states)
+    prog = controller.program
+    record = {
+        "schema": RECORD_SCHEMA,
+        "id": c.id,
+        "suite": suite["name"],
+        "cell": c.to_dict(),
+        "task": teacher.task,
+        "method": c.method,
+        "distiller": mspec.method,
+        "size_name": method.size_name,
+        "teacher": {**provenance, "return_mean": ev["teacher_return"], "return_std": ev["teacher_return_std"],
+                    "returns": ev["teacher_returns"]},
+        "student": {"return_mean": ev["student_return"], "return_std": ev["student_return_std"],
+                    "returns": ev["student_returns"], "lengths": ev["student_lengths"]},
+        "episodes": episodes,
+        "episode_seeds": [c.seed + i for i in range(episodes)],
+        "percent_of_teacher": ev["percent_of_teacher"],
+        "fidelity": {"teacher_states": ev["fidelity_teacher_states"],
+                     "student_states": ev["fidelity_student_states"], "steps": fid_steps},
+        "size": {"leaves": getattr(prog, "n_leaves", None), "depth": getattr(prog, "depth", None),
+                 "nonzero_terms": getattr(prog, "n_terms", None), "experts": getattr(prog, "n_experts", None),
+                 "parameters": getattr(prog, "n_parameters", None),
+                 "export_bytes": {k: Path(p).stat().st_size for k, p in exports.items()}},
+        "latency": {
+            "teacher_single_s": t_lat["single_s"], "teacher_batch_s_per_obs": t_lat["batch_s_per_obs"],
+            "student_single_s": s_lat["single_s"], "student_batch_s_per_obs": s_lat["batch_s_per_obs"],
+            "student_c_native_s": s_lat["c_native_s"], "batch": len(states),
+            "speedup_single": _speedup(t_lat["single_s"], s_lat["single_s"]),
+            "speedup_batch": _speedup(t_lat["batch_s_per_obs"], s_lat["batch_s_per_obs"]),
+            "speedup_c_native": _speedup(t_lat["single_s"], s_lat["c_native_s"]),
+        },
+        "distill_seconds": made.distill_seconds,
+        "attribution_agreement": None,
+        "details": made.details,
+        "config": config,
+        "controller": f"cells/{c.id}",
+        "versions": versions(),
+        "machine": machine(),
+        "cell_seconds": time.perf_counter() - t0,
+    }
+    record = _finite(record)
+    atomic_write_text(out, json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def load_records(results: Path) -> list[dict[str, Any]]:
+    """Every record in ``RESULTS/records``, sorted by cell id; a corrupt record is a one-line error."""
+    rows = []
+    for p in sorted((Path(results) / "records").glob("*.json")):
+        try:
+            rec = json.loads(p.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InterpRLError(f"Record {str(p)!r} is not valid JSON ({exc}); delete it to rerun its cell.") \
+                from None
+        if not isinstance(rec, dict) or rec.get("schema") != RECORD_SCHEMA:
+            raise InterpRLError(f"{str(p)!r} is not a benchmark record (expected schema {RECORD_SCHEMA!r}).")
+        rows.append(rec)
+    return rows
+
+
+@dataclass
+class BenchResult:
+    """What :func:`run_suite` did."""
+
+    cells: list[Cell]
+    skipped: list[Cell] = field(default_factory=list)
+    finished: list[Cell] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+def _executor_jobs(executor: str, workers: int, ray_address: str | None) -> Any:
+    if executor == "process":
+        return _ProcessJobs(workers)
+    if executor == "ray":
+        return _RayJobs(workers, ray_address)
+    raise InterpRLError(f"Unknown executor {executor!r}; use one of {', '.join(EXECUTORS)}.")
+
+
+class _ProcessJobs:
+    """At most ``workers`` cells at a time in a local process pool."""
+
+    def __init__(self, workers: int) -> None:
+        import multiprocessing
+
+        # 'spawn': fresh interpreters, like Ray workers, so no torch/MuJoCo state is forked.
+        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        self.pending: dict[Any, Cell] = {}
+
+    def submit(self, cell: Cell, *args: Any) -> None:
+        self.pending[self.pool.submit(run_cell, cell.to_dict(), *args)] = cell
+
+    def next_done(self) -> Iterator[tuple[Cell, dict[str, Any] | None, str | None]]:
+        done, _ = wait(list(self.pending), return_when=FIRST_COMPLETED)
+        for fut in done:
+            cell = self.pending.pop(fut)
+            exc = fut.exception()
+            if exc is None:
+                yield cell, fut.result(), None
+            else:
+                yield cell, None, "".join(traceback.format_exception_only(type(exc), exc)).strip()
+
+    def close(self, cancel: bool = False) -> None:
+        self.pool.shutdown(wait=not cancel, cancel_futures=cancel)
+
+
+class _RayJobs:
+    """The same cells as Ray tasks: a local Ray instance, or the cluster at ``address``."""
+
+    def __init__(self, workers: int, address: str | None) -> None:
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        try:
+            import ray
+        except ImportError:  # pragma: no cover - ray is a dependency
+            raise InterpRLError("--executor ray needs the 'ray' package: pip install 'ray>=2.9'.") from None
+        self.ray = ray
+        self.started = not ray.is_initialized()
+        if self.started:
+            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                      "configure_logging": False}
+            if address:
+                ray.init(address=address, **kwargs)
+            else:
+                ray.init(num_cpus=workers, **kwargs)
+        self.task = ray.remote(num_cpus=1, max_retries=0)(run_cell)
+        self.pending: dict[Any, Cell] = {}
+
+    def submit(self, cell: Cell, *args: Any) -> None:
+        self.pending[self.task.remote(cell.to_dict(), *args)] = cell
+
+    def next_done(self) -> Iterator[tuple[Cell, dict[str, Any] | None, str | None]]:
+        done, _ = self.ray.wait(list(self.pending), num_returns=1)
+        for ref in done:
+            cell = self.pending.pop(ref)
+            try:
+                yield cell, self.ray.get(ref), None
+            except Exception as exc:  # a RayTaskError wraps the cell's own exception
+                cause = getattr(exc, "cause", None) or exc
+                yield cell, None, "".join(traceback.format_exception_only(type(cause), cause)).strip()
+
+    def close(self, cancel: bool = False) -> None:
+        if cancel:
+            for ref in self.pending:
+                self.ray.cancel(ref, force=True)
+        if self.started:
+            self.ray.shutdown()
+
+
+def run_suite(
+    suite: Suite,
+    results: str | Path,
+    *,
+    teachers_dir: str | Path | None = None,
+    methods: list[str] | None = None,
+    seeds: list[int] | None = None,
+    workers: int = 2,
+    executor: str = "process",
+    ray_address: str | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] | None = None,
+) -> BenchResult:
+    """Run every unfinished cell of ``suite`` into ``results``; see the module docstring for the layout.
+
+    Parameters
+    ----------
+    suite : Suite
+        From :func:`benchmarks.suite.load_suite`.
+    results : path
+        Results folder (created; a rerun continues it).
+    teachers_dir : path, optional
+        Folder the suite's relative teacher paths start from (default :func:`default_teachers_dir`).
+    methods, seeds : list, optional
+        Run only these method labels / seeds.
+    workers : int
+        Cells run at once.
+    executor : {"process", "ray"}
+        A local process pool, or Ray tasks (a local Ray instance, or ``ray_address``).
+    progress : bool
+        Show a progress bar naming the cells in flight, with an ETA.
+    """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
+        TimeRemainingColumn
+
+    from interp_rl._validation import check_int
+
+    check_int(workers, "workers", "bench")
+    if executor not in EXECUTORS:
+        raise InterpRLError(f"Unknown executor {executor!r}; use one of {', '.join(EXECUTORS)}.")
+    console = Console(stderr=True, highlight=False)
+    say = log or (lambda msg: console.print(msg, markup=False))
+    res = Path(results)
+    tdir = Path(teachers_dir) if teachers_dir is not None else default_teachers_dir()
+    cells = suite.cells(methods, seeds)
+    for s in seeds or []:
+        if s < 0:
+            raise SuiteError(f"Seeds must be >= 0. Got {s} instead.")
+    res.mkdir(parents=True, exist_ok=True)
+    suite_file = res / "suite.json"
+    if suite_file.is_file():
+        before = json.loads(suite_file.read_text())
+        if {k: v for k, v in before.items() if k != "source"} != {
+                k: v for k, v in suite.to_dict().items() if k != "source"}:
+            raise InterpRLError(f"{str(res)!r} holds results of a different suite ({before.get('name')!r} with "
+                                "other settings); choose another results folder.")
+    atomic_write_text(suite_file, json.dumps({**suite.to_dict(), "source": Path(suite.source).name}, indent=1)
+                      + "\n")
+    prepare_teachers(suite, res, tdir, log=say)
+    result = BenchResult(cells=cells)
+    todo = []
+    for cell in cells:
+        (result.skipped if record_path(res, cell).is_file() else todo).append(cell)
+    if result.skipped:
+        say(f"{len(result.skipped)} of {len(cells)} cells already have records; running the other {len(todo)}.")
+    if not todo:
+        return result
+    args = (suite.to_dict(), str(res), str(tdir))
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("ETA"), TimeRemainingColumn()]
+    jobs = _executor_jobs(executor, min(workers, len(todo)), ray_address)
+    queue = list(todo)
+    with Progress(*columns, console=console, disable=not progress) as bar:
+        job = bar.add_task("", total=len(todo))
+
+        def describe() -> str:
+            flying = ", ".join(c.id for c in jobs.pending.values())
+            return f"[{executor}] running: {flying}" if flying else f"[{executor}]"
+
+        try:
+            while queue or jobs.pending:
+                while queue and len(jobs.pending) < workers:
+                    jobs.submit(queue.pop(0), *args)
+                bar.update(job, description=describe())
+                for cell, record, error in jobs.next_done():
+                    if error is None:
+                        assert record is not None
+                        result.finished.append(cell)
+                        bar.console.print(
+                            f"{cell.id}: {record['percent_of_teacher']:.1f}% of teacher, "
+                            f"{record['size']['parameters']} parameters, "
+                            f"{record['distill_seconds']:.0f} s", markup=False)
+                    else:
+                        result.failed[cell.id] = error
+                        bar.console.print(f"{cell.id} failed: {error}", markup=False)
+                    bar.advance(job)
+        except BaseException:
+            jobs.close(cancel=True)
+            raise
+        jobs.close()
+    return result

@@ -1,0 +1,228 @@
+"""Benchmark suites: which teachers, which methods at which sizes, which seeds.
+
+A suite is a TOML or YAML file (see ``benchmarks/suites/*.toml``, which a user can copy and
+edit)::
+
+    name = "quick"
+    seeds = [0, 1]
+    episodes = 10              # evaluation episodes per cell (teacher and student, same seeds)
+
+    [[teachers]]
+    name = "Swimmer-SAC"
+    path = "sac/Swimmer-v3_1/Swimmer-v3.zip"   # relative to --teachers, or absolute
+
+    [[teachers]]
+    name = "InvertedPendulum-SAC"
+    train = { algo = "sac", env = "InvertedPendulum-v5", steps = 10000 }   # trained once, by interp-rl train
+
+    [methods.tree]             # the table name labels the method; `method` picks the distiller
+    sizes = [4, 16]
+    settings = { iterations = 4 }
+
+The suite expands into :class:`Cell` s, one per (teacher, method, size, seed).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from interp_rl.errors import InterpRLError
+
+__all__ = ["Cell", "MethodSpec", "Suite", "SuiteError", "TeacherSpec", "builtin_suites", "load_suite"]
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+class SuiteError(InterpRLError):
+    """A suite file is missing, malformed, or names something unknown."""
+
+
+@dataclass(frozen=True)
+class TeacherSpec:
+    """One teacher of a suite: a saved agent (``path``) or one to train (``train``)."""
+
+    name: str
+    path: str | None = None
+    env: str | None = None
+    algo: str | None = None
+    train: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One method of a suite: a registered distiller, the sizes to try and shared settings."""
+
+    label: str
+    method: str
+    sizes: tuple[Any, ...]
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (teacher, method, size, seed) run of a suite; its record is ``records/<id>.json``."""
+
+    teacher: str
+    method: str
+    size: Any
+    seed: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.teacher}__{self.method}-{self.size}__seed{self.seed}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A parsed suite file."""
+
+    name: str
+    description: str
+    seeds: tuple[int, ...]
+    episodes: int
+    fidelity_steps: int
+    latency_batch: int
+    teachers: tuple[TeacherSpec, ...]
+    methods: tuple[MethodSpec, ...]
+    source: str = ""
+
+    def teacher(self, name: str) -> TeacherSpec:
+        return next(t for t in self.teachers if t.name == name)
+
+    def method(self, label: str) -> MethodSpec:
+        return next(m for m in self.methods if m.label == label)
+
+    def cells(self, methods: list[str] | None = None, seeds: list[int] | None = None) -> list[Cell]:
+        """All cells, seed-major (every method of seed 0 first), optionally filtered."""
+        labels = [m.label for m in self.methods]
+        for name in methods or []:
+            if name not in labels:
+                raise SuiteError(f"Unknown method {name!r} for suite {self.name!r}; "
+                                 f"it has: {', '.join(labels)}.")
+        chosen = [m for m in self.methods if methods is None or m.label in methods]
+        return [Cell(t.name, m.label, size, seed) for seed in (seeds or list(self.seeds))
+                for t in self.teachers for m in chosen for size in m.sizes]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def builtin_suites() -> dict[str, Path]:
+    """Suite name -> file of the suites shipped in ``benchmarks/suites``."""
+    folder = resources.files("benchmarks").joinpath("suites")
+    return {Path(str(p)).stem: Path(str(p)) for p in folder.iterdir() if str(p).endswith((".toml", ".yaml"))}
+
+
+def _read(path: Path) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix.lower() == ".toml":
+            data: Any = tomllib.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except Exception as exc:  # tomllib and yaml errors
+        raise SuiteError(f"Suite file {str(path)!r} is not valid: {' '.join(str(exc).split())}") from None
+    if not isinstance(data, dict):
+        raise SuiteError(f"Suite file {str(path)!r} must hold a table.")
+    return data
+
+
+def _ints(value: Any, what: str, low: int) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= low for v in value):
+        raise SuiteError(f"{what} must be a non-empty list of integers >= {low}. Got {value!r} instead.")
+    if len(set(value)) != len(value):
+        raise SuiteError(f"{what} lists a value twice: {value!r}.")
+    return tuple(value)
+
+
+def _int(data: dict[str, Any], key: str, default: int, low: int, where: str) -> int:
+    v = data.get(key, default)
+    if not isinstance(v, int) or isinstance(v, bool) or v < low:
+        raise SuiteError(f"{where}: '{key}' must be an integer >= {low}. Got {v!r} instead.")
+    return v
+
+
+def load_suite(name_or_path: str | Path) -> Suite:
+    """A shipped suite by name (``quick``, ``mujoco``, ``demo``) or a suite file by path."""
+    from benchmarks.methods import METHODS
+
+    shipped = builtin_suites()
+    path = Path(name_or_path)
+    if str(name_or_path) in shipped:
+        path = shipped[str(name_or_path)]
+    elif not path.is_file():
+        raise SuiteError(f"Unknown suite {str(name_or_path)!r}: not a file, and not one of the shipped "
+                         f"suites ({', '.join(sorted(shipped))}).")
+    if path.suffix.lower() not in (".toml", ".yaml", ".yml"):
+        raise SuiteError(f"Suite file {str(path)!r}: use a .toml or .yaml file.")
+    data = _read(path)
+    where = f"Suite {str(path)!r}"
+    known = {"name", "description", "seeds", "episodes", "fidelity_steps", "latency_batch", "teachers",
+             "methods"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise SuiteError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}.")
+    name = str(data.get("name", path.stem))
+    seeds = _ints(data.get("seeds", [0]), f"{where}: 'seeds'", 0)
+    episodes = _int(data, "episodes", 10, 1, where)
+    teachers = []
+    for i, t in enumerate(data.get("teachers") or []):
+        if not isinstance(t, dict) or not isinstance(t.get("name"), str) or not _NAME.match(t["name"]):
+            raise SuiteError(f"{where}: teacher {i} needs a 'name' of letters, digits, '.', '_', '+' or '-'. "
+                             f"Got {t!r} instead.")
+        bad = sorted(set(t) - {"name", "path", "env", "algo", "train"})
+        if bad:
+            raise SuiteError(f"{where}: teacher {t['name']!r} has unknown key(s) {', '.join(bad)}.")
+        if ("path" in t) == ("train" in t):
+            raise SuiteError(f"{where}: teacher {t['name']!r} needs exactly one of 'path' (a saved agent) "
+                             "or 'train' (settings of interp-rl train).")
+        train = t.get("train")
+        if train is not None and (not isinstance(train, dict) or not {"algo", "env", "steps"} <= set(train)):
+            raise SuiteError(f"{where}: teacher {t['name']!r}: 'train' must be a table with algo, env and "
+                             f"steps. Got {train!r} instead.")
+        teachers.append(TeacherSpec(name=t["name"], path=t.get("path"), env=t.get("env"), algo=t.get("algo"),
+                                    train=dict(train) if train else None))
+    if not teachers:
+        raise SuiteError(f"{where}: no [[teachers]].")
+    if len({t.name for t in teachers}) != len(teachers):
+        raise SuiteError(f"{where}: two teachers share a name.")
+    methods = []
+    raw_methods = data.get("methods") or {}
+    if not isinstance(raw_methods, dict) or not raw_methods:
+        raise SuiteError(f"{where}: no [methods.NAME] tables.")
+    for label, m in raw_methods.items():
+        if not _NAME.match(label) or "__" in label:
+            raise SuiteError(f"{where}: method label {label!r} must be letters, digits, '.', '_', '+' or '-'.")
+        if not isinstance(m, dict):
+            raise SuiteError(f"{where}: [methods.{label}] must be a table.")
+        bad = sorted(set(m) - {"method", "sizes", "settings"})
+        if bad:
+            raise SuiteError(f"{where}: [methods.{label}] has unknown key(s) {', '.join(bad)}.")
+        kind = m.get("method", label)
+        if kind not in METHODS:
+            raise SuiteError(f"{where}: [methods.{label}] names unknown method {kind!r}; "
+                             f"available: {', '.join(sorted(METHODS))}.")
+        sizes = m.get("sizes")
+        if not isinstance(sizes, list) or not sizes:
+            raise SuiteError(f"{where}: [methods.{label}] needs a non-empty list 'sizes'. Got {sizes!r} instead.")
+        settings = m.get("settings", {})
+        if not isinstance(settings, dict):
+            raise SuiteError(f"{where}: [methods.{label}] 'settings' must be a table.")
+        for size in sizes:  # fail now, not an hour into the run
+            METHODS[kind].resolve(size, settings, seed=0)
+        methods.append(MethodSpec(label=label, method=kind, sizes=tuple(sizes), settings=dict(settings)))
+    return Suite(name=name, description=str(data.get("description", "")), seeds=seeds, episodes=episodes,
+                 fidelity_steps=_int(data, "fidelity_steps", 2000, 1, where),
+                 latency_batch=_int(data, "latency_batch", 256, 1, where),
+                 teachers=tuple(teachers), methods=tuple(methods), source=str(path))
