@@ -240,6 +240,14 @@ class BenchResult:
     failed: dict[str, str] = field(default_factory=dict)
 
 
+def _suite_label(suite: Suite) -> str:
+    """How a user names the suite again: a shipped suite by name, else its file name."""
+    from benchmarks.suite import builtin_suites
+
+    shipped = builtin_suites().get(suite.name)
+    return suite.name if shipped is not None and Path(suite.source) == shipped else Path(suite.source).name
+
+
 def _executor_jobs(executor: str, workers: int, ray_address: str | None) -> Any:
     if executor == "process":
         return _ProcessJobs(workers)
@@ -370,12 +378,11 @@ def run_suite(
     suite_file = res / "suite.json"
     if suite_file.is_file():
         before = json.loads(suite_file.read_text())
-        if {k: v for k, v in before.items() if k != "source"} != {
-                k: v for k, v in suite.to_dict().items() if k != "source"}:
+        now = json.loads(json.dumps(suite.to_dict()))
+        if {k: v for k, v in before.items() if k != "source"} != {k: v for k, v in now.items() if k != "source"}:
             raise InterpRLError(f"{str(res)!r} holds results of a different suite ({before.get('name')!r} with "
                                 "other settings); choose another results folder.")
-    atomic_write_text(suite_file, json.dumps({**suite.to_dict(), "source": Path(suite.source).name}, indent=1)
-                      + "\n")
+    atomic_write_text(suite_file, json.dumps({**suite.to_dict(), "source": _suite_label(suite)}, indent=1) + "\n")
     prepare_teachers(suite, res, tdir, log=say)
     result = BenchResult(cells=cells)
     todo = []

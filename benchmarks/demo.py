@@ -1,0 +1,69 @@
+"""``interp-rl demo``: the whole toolkit in one command, from nothing but the installed package.
+
+Trains a small MuJoCo teacher with the project's own ``interp-rl train`` (SAC on
+InvertedPendulum-v5, about a minute), runs the ``demo`` suite (every available distiller at a
+few sizes) through the benchmark harness, writes the report, and prints the chosen
+controller's rules and one decision explained. A rerun continues where a stopped one ended.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import load_records, run_suite
+from benchmarks.report import chosen, explanations, summarise, write_report
+from benchmarks.suite import load_suite
+
+__all__ = ["demo_suite", "run_demo"]
+
+
+def demo_suite(seed: int = 0) -> Any:
+    """The shipped ``demo`` suite with its teacher and distillations seeded by ``seed``."""
+    from interp_rl._validation import check_int
+
+    check_int(seed, "seed", "demo", low=0)
+    suite = load_suite("demo")
+    teachers = tuple(dataclasses.replace(t, train={**t.train, "seed": seed}) if t.train else t
+                     for t in suite.teachers)
+    return dataclasses.replace(suite, seeds=(seed,), teachers=teachers)
+
+
+def run_demo(out: str | Path, *, seed: int = 0, workers: int = 2, progress: bool = True,
+             console: Any = None) -> dict[str, Any]:
+    """Run the demo into ``out``; return the report paths and the summary groups."""
+    from rich.console import Console
+    from rich.table import Table
+
+    con = console or Console(highlight=False)
+    out = Path(out)
+    suite = demo_suite(seed)
+    con.print(f"interp-rl demo: {' '.join(suite.description.split())}", markup=False)
+    result = run_suite(suite, out, workers=workers, progress=progress,
+                       log=lambda msg: con.print(msg, markup=False))
+    if result.failed:
+        from interp_rl.errors import InterpRLError
+
+        raise InterpRLError(f"{len(result.failed)} demo cell(s) failed: "
+                            + "; ".join(f"{k}: {v}" for k, v in result.failed.items()))
+    paths = write_report(out, seed=seed)
+    summary = summarise(load_records(out), seed=seed)
+    table = Table(title="Transparent controllers against their teacher (10 evaluation episodes)")
+    for col in ("teacher", "method", "size", "parameters", "return", "% of teacher", "fidelity R²"):
+        table.add_column(col, justify="right" if col not in ("teacher", "method") else "left")
+    for teacher, groups in summary.items():
+        for g in groups:
+            table.add_row(teacher, g.method, str(g.size), f"{g.mean('size', 'parameters'):.0f}",
+                          f"{g.mean('student', 'return_mean'):.0f} / {g.mean('teacher', 'return_mean'):.0f}",
+                          f"{g.estimate['iqm']:.1f}", f"{g.mean('fidelity', 'student_states', 'r2'):.3f}")
+    con.print(table)
+    for teacher, groups in summary.items():
+        for method, g in chosen(groups).items():
+            con.print(f"\nChosen {method} controller for {teacher}: size {g.size}, "
+                      f"{g.estimate['iqm']:.1f}% of the teacher.", markup=False)
+            for part in explanations(out, g):
+                if part.kind == "text":
+                    con.print(f"{part.title}:\n{part.content}", markup=False)
+    return {**paths, "summary": summary}
+

@@ -1,0 +1,499 @@
+"""Reports of a results folder: Markdown and one self-contained HTML page, with plots and trees.
+
+``write_report(RESULTS)`` reads ``RESULTS/records/*.json`` (and ``RESULTS/suite.json``) and
+writes ``report.md``, ``report.html`` (every image embedded, nothing fetched) and the pictures
+under ``figures/``. Across seeds, scores are summarised as rliable recommends: the
+interquartile mean with a 95% stratified-bootstrap confidence interval
+(:mod:`benchmarks.stats`).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.harness import load_records
+from benchmarks.stats import interval_estimate
+from interp_rl.errors import InterpRLError
+from interp_rl.io import atomic_write_bytes, atomic_write_text
+
+__all__ = ["Group", "aggregate", "chosen", "explanations", "pareto_front", "summarise", "write_report"]
+
+TARGET = 90.0
+FIGURES = "figures"
+
+
+@dataclass
+class Group:
+    """All seeds of one (task, method, size)."""
+
+    task: str
+    teacher: str
+    method: str
+    size: Any
+    records: list[dict[str, Any]] = field(default_factory=list)
+    estimate: dict[str, float | int] = field(default_factory=dict)
+
+    def mean(self, *path: str) -> float | None:
+        vals = []
+        for r in self.records:
+            v: Any = r
+            for key in path:
+                v = v.get(key) if isinstance(v, dict) else None
+            if v is not None:
+                vals.append(float(v))
+        return float(np.mean(vals)) if vals else None
+
+    @property
+    def seeds(self) -> list[int]:
+        return [r["cell"]["seed"] for r in self.records]
+
+    @property
+    def percents(self) -> list[float]:
+        return [_num(r["percent_of_teacher"]) for r in self.records]
+
+    def median_record(self) -> dict[str, Any]:
+        runs = sorted(self.records, key=lambda r: _num(r["percent_of_teacher"]))
+        return runs[(len(runs) - 1) // 2]
+
+
+def _num(v: Any) -> float:
+    return float("nan") if v is None else float(v)
+
+
+def _size_key(size: Any) -> tuple[int, float, str]:
+    return (0, float(size), "") if isinstance(size, (int, float)) else (1, 0.0, str(size))
+
+
+def summarise(records: list[dict[str, Any]], *, reps: int = 2000, seed: int = 0) -> dict[str, list[Group]]:
+    """Teacher name -> its groups (method, size), each with the IQM estimate of % of teacher."""
+    groups: dict[tuple[str, str, str], Group] = {}
+    for r in records:
+        key = (r["cell"]["teacher"], r["method"], json.dumps(r["cell"]["size"]))
+        g = groups.setdefault(key, Group(r["task"], r["cell"]["teacher"], r["method"], r["cell"]["size"]))
+        g.records.append(r)
+    out: dict[str, list[Group]] = defaultdict(list)
+    for g in groups.values():
+        g.records.sort(key=lambda r: r["cell"]["seed"])
+        pct = np.array([p for p in g.percents if np.isfinite(p)])
+        g.estimate = interval_estimate(pct[:, None], reps=reps, seed=seed) if len(pct) else {}
+        out[g.teacher].append(g)
+    for gs in out.values():
+        gs.sort(key=lambda g: (g.method, _size_key(g.size)))
+    return dict(sorted(out.items()))
+
+
+def chosen(groups: list[Group]) -> dict[str, Group]:
+    """Per method: the smallest size whose IQM reaches 90% of the teacher, else the best one."""
+    picks: dict[str, Group] = {}
+    for method in dict.fromkeys(g.method for g in groups):
+        mine = [g for g in groups if g.method == method and g.estimate]
+        if not mine:
+            continue
+        ok = [g for g in mine if g.estimate["iqm"] >= TARGET]
+        picks[method] = (min(ok, key=lambda g: (g.mean("size", "parameters") or 0, -g.estimate["iqm"])) if ok
+                         else max(mine, key=lambda g: g.estimate["iqm"]))
+    return picks
+
+
+def aggregate(summary: dict[str, list[Group]], *, reps: int = 2000, seed: int = 0) -> list[dict[str, Any]]:
+    """IQM of % of teacher over all tasks (runs x tasks, stratified by task) per (method, size) that every
+    task ran with the same seeds."""
+    if len(summary) < 2:
+        return []
+    by_key: dict[tuple[str, str], dict[str, Group]] = defaultdict(dict)
+    for teacher, groups in summary.items():
+        for g in groups:
+            by_key[(g.method, json.dumps(g.size))][teacher] = g
+    rows = []
+    for (method, size), per_task in by_key.items():
+        if len(per_task) != len(summary):
+            continue
+        seeds = {tuple(g.seeds) for g in per_task.values()}
+        if len(seeds) != 1:
+            continue
+        matrix = np.array([g.percents for g in per_task.values()]).T  # (seeds, tasks)
+        if not np.isfinite(matrix).all():
+            continue
+        params = float(np.mean([g.mean("size", "parameters") or 0 for g in per_task.values()]))
+        rows.append({"method": method, "size": json.loads(size), "tasks": len(per_task),
+                     "seeds": len(next(iter(seeds))), "parameters": params,
+                     **interval_estimate(matrix, reps=reps, seed=seed)})
+    rows.sort(key=lambda r: (r["method"], _size_key(r["size"])))
+    return rows
+
+
+# ----------------------------------------------------------------------------- plots
+def _png(fig: Any) -> bytes:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def pareto_front(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The points no other point beats on both size (smaller) and score (larger), by size.
+
+    >>> pareto_front([(10, 50.0), (20, 40.0), (30, 90.0), (5, 10.0)])
+    [(5, 10.0), (10, 50.0), (30, 90.0)]
+    """
+    front: list[tuple[float, float]] = []
+    for x, y in sorted(points, key=lambda p: (p[0], -p[1])):
+        if not front or y > front[-1][1]:
+            front.append((x, y))
+    return front
+
+
+def pareto_plot(teacher: str, groups: list[Group]) -> bytes:
+    """% of teacher (IQM, 95% CI) against parameters, one line per method, the Pareto front dashed."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    pts = []
+    for method in dict.fromkeys(g.method for g in groups):
+        mine = [g for g in groups if g.method == method and g.estimate]
+        if not mine:
+            continue
+        x = np.array([g.mean("size", "parameters") or np.nan for g in mine])
+        y = np.array([g.estimate["iqm"] for g in mine])
+        lo = y - np.array([g.estimate["ci_low"] for g in mine])
+        hi = np.array([g.estimate["ci_high"] for g in mine]) - y
+        ax.errorbar(x, y, yerr=[lo, hi], marker="o", capsize=3, label=method)
+        for g, xi, yi in zip(mine, x, y, strict=True):
+            ax.annotate(str(g.size), (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        pts += list(zip(x.tolist(), y.tolist(), strict=True))
+    front = pareto_front([p for p in pts if np.isfinite(p[0])])
+    if len(front) > 1:
+        fx, fy = zip(*front, strict=True)
+        ax.step(fx, fy, where="post", ls="--", color="grey", lw=1, label="Pareto front")
+    ax.axhline(100, color="black", lw=0.8, alpha=0.5)
+    ax.axhline(TARGET, color="grey", ls=":", lw=1, label=f"{TARGET:.0f}% of teacher")
+    ax.set_xscale("log")
+    ax.set_xlabel("parameters of the controller (log scale)")
+    ax.set_ylabel("% of teacher return (IQM, 95% CI)")
+    ax.set_title(f"{teacher}: performance against size")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def aggregate_plot(rows: list[dict[str, Any]]) -> bytes:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for method in dict.fromkeys(r["method"] for r in rows):
+        mine = [r for r in rows if r["method"] == method]
+        x = np.array([r["parameters"] for r in mine])
+        y = np.array([r["iqm"] for r in mine])
+        ax.errorbar(x, y, yerr=[y - np.array([r["ci_low"] for r in mine]),
+                                np.array([r["ci_high"] for r in mine]) - y], marker="o", capsize=3, label=method)
+        for r, xi, yi in zip(mine, x, y, strict=True):
+            ax.annotate(str(r["size"]), (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.axhline(100, color="black", lw=0.8, alpha=0.5)
+    ax.axhline(TARGET, color="grey", ls=":", lw=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("parameters (mean over tasks, log scale)")
+    ax.set_ylabel("% of teacher return (IQM over runs × tasks)")
+    ax.set_title(f"All {rows[0]['tasks']} tasks")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _png(fig)
+
+
+# ----------------------------------------------------------------------------- formatting
+def _f(v: float | None, spec: str = ".1f") -> str:
+    return "–" if v is None or not np.isfinite(v) else format(v, spec)
+
+
+def _t(seconds: float | None) -> str:
+    if seconds is None or not np.isfinite(seconds):
+        return "–"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def _est(e: dict[str, Any]) -> str:
+    if not e:
+        return "–"
+    if e["runs"] < 2:
+        return f"{e['iqm']:.1f}"
+    return f"{e['iqm']:.1f} [{e['ci_low']:.1f}, {e['ci_high']:.1f}]"
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text)
+
+
+@dataclass
+class _Doc:
+    """The report as blocks, rendered twice: Markdown (pictures as files) and HTML (embedded)."""
+
+    blocks: list[tuple[str, Any]] = field(default_factory=list)
+
+    def h(self, level: int, text: str) -> None:
+        self.blocks.append(("h", (level, text)))
+
+    def p(self, text: str) -> None:
+        self.blocks.append(("p", text))
+
+    def table(self, header: list[str], rows: list[list[str]]) -> None:
+        self.blocks.append(("table", (header, rows)))
+
+    def image(self, name: str, data: bytes, alt: str) -> None:
+        self.blocks.append(("image", (name, data, alt)))
+
+    def pre(self, text: str) -> None:
+        self.blocks.append(("pre", text))
+
+    def bullets(self, items: list[str]) -> None:
+        self.blocks.append(("ul", items))
+
+    def markdown(self) -> str:
+        lines: list[str] = []
+        for kind, v in self.blocks:
+            if kind == "h":
+                lines += [f"{'#' * v[0]} {v[1]}", ""]
+            elif kind == "p":
+                lines += [v, ""]
+            elif kind == "table":
+                header, rows = v
+                lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+                lines.append("")
+            elif kind == "image":
+                lines += [f"![{v[2]}]({FIGURES}/{v[0]})", ""]
+            elif kind == "pre":
+                lines += ["```", v, "```", ""]
+            elif kind == "ul":
+                lines += [f"- {item}" for item in v] + [""]
+        return "\n".join(lines).rstrip() + "\n"
+
+    def html(self, title: str) -> str:
+        e = html.escape
+        body: list[str] = []
+        for kind, v in self.blocks:
+            if kind == "h":
+                body.append(f"<h{v[0]}>{_inline(v[1])}</h{v[0]}>")
+            elif kind == "p":
+                body.append(f"<p>{_inline(v)}</p>")
+            elif kind == "table":
+                header, rows = v
+                body.append("<table><thead><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in header)
+                            + "</tr></thead><tbody>"
+                            + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>"
+                                      for row in rows) + "</tbody></table>")
+            elif kind == "image":
+                name, data, alt = v
+                mime = "image/svg+xml" if name.endswith(".svg") else "image/png"
+                src = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+                body.append(f'<figure><img src="{src}" alt="{e(alt)}"><figcaption>{e(alt)}</figcaption></figure>')
+            elif kind == "pre":
+                body.append(f"<pre>{e(v)}</pre>")
+            elif kind == "ul":
+                body.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in v) + "</ul>")
+        return _HTML.format(title=e(title), body="\n".join(body))
+
+
+def _inline(text: str) -> str:
+    """Escape, then turn Markdown `code` and **bold** spans into HTML."""
+    import re
+
+    out = html.escape(text, quote=False)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", out)
+
+
+_HTML = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; max-width: 1150px; margin: 2em auto; padding: 0 1em; color: #222; }}
+table {{ border-collapse: collapse; margin: 0.5em 0 1.2em; font-size: 0.86em; }}
+th, td {{ border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; }}
+th {{ background: #f2f2f2; }} td:first-child, th:first-child {{ text-align: left; }}
+pre {{ background: #f7f7f7; padding: 0.7em; overflow-x: auto; font-size: 0.8em; }}
+figure {{ margin: 1em 0; }} figure img {{ max-width: 100%; border: 1px solid #eee; }}
+figcaption {{ font-size: 0.85em; color: #555; }}
+code {{ background: #f2f2f2; padding: 0 0.2em; }}
+</style></head>
+<body>
+{body}
+</body></html>
+"""
+
+
+# ----------------------------------------------------------------------------- the report
+def explanations(results: Path, g: Group) -> list[Any]:
+    from benchmarks.methods import METHODS
+    from interp_rl.program import load_controller
+
+    rec = g.median_record()
+    folder = results / rec["controller"]
+    if not (folder / "controller.json").is_file():
+        return []
+    ctrl = load_controller(folder)
+    states_file = folder / "states.npy"
+    states = np.load(states_file, allow_pickle=False) if states_file.is_file() else np.zeros((0, 0))
+    title = (f"{g.teacher}: {g.method} {g.size}, seed {rec['cell']['seed']}, "
+             f"{_num(rec['percent_of_teacher']):.0f}% of teacher")
+    return METHODS[rec["distiller"]].explain(ctrl, states, title)
+
+
+def write_report(results: str | Path, out: str | Path | None = None, *, reps: int = 2000,
+                 seed: int = 0) -> dict[str, Path]:
+    """Write ``report.md``, ``report.html`` and ``figures/`` for the records in ``results``.
+
+    Returns
+    -------
+    dict
+        ``{"markdown": path, "html": path}``.
+    """
+    res = Path(results)
+    if not res.is_dir():
+        raise InterpRLError(f"Results folder {str(res)!r} does not exist.")
+    records = load_records(res)
+    if not records:
+        raise InterpRLError(f"{str(res)!r} holds no benchmark records (expected {str(res / 'records')}/*.json); "
+                            "run `interp-rl bench` first.")
+    dest = Path(out) if out is not None else res
+    suite = json.loads((res / "suite.json").read_text()) if (res / "suite.json").is_file() else {}
+    name = suite.get("name") or records[0]["suite"]
+    summary = summarise(records, reps=reps, seed=seed)
+    doc = _Doc()
+    figures: dict[str, bytes] = {}
+
+    def image(fname: str, data: bytes, alt: str) -> None:
+        figures[fname] = data
+        doc.image(fname, data, alt)
+
+    seeds = sorted({r["cell"]["seed"] for r in records})
+    doc.h(1, f"interp-rl benchmark: {name}")
+    if suite.get("description"):
+        doc.p(" ".join(suite["description"].split()))
+    doc.p(f"{len(records)} cells: {len(summary)} teacher(s), methods "
+          f"{', '.join(sorted({r['method'] for r in records}))}, seeds {', '.join(map(str, seeds))}. "
+          f"Regenerate: `interp-rl bench --suite {suite.get('source') or name} --out RESULTS` then "
+          f"`interp-rl report RESULTS`.")
+    doc.p("Every cell distils the teacher once and evaluates teacher and controller on the same "
+          f"{records[0]['episodes']} episodes (reset seeds seed, seed+1, …) of the `-v5` task. "
+          "% of teacher = controller return / teacher return on those episodes. Across seeds, "
+          "% of teacher is the **interquartile mean** with a 95% **stratified-bootstrap** interval "
+          f"({reps} resamples; runs resampled within each task), as rliable computes them; with one seed it "
+          "is that seed's value. Fidelity: R² of the controller's actions against the teacher's, on states the "
+          "teacher visits and on states the controller visits. Latency: median seconds per action, one "
+          "observation (SB3 `model.predict` for the teacher; the exported standalone Python `act` and the "
+          "exported C `act` timed in a C loop for the controller) and per observation in a batch.")
+
+    doc.h(2, "Summary")
+    rows = []
+    for teacher, groups in summary.items():
+        t = groups[0].records[0]["teacher"]
+        for method, g in chosen(groups).items():
+            hit = g.estimate["iqm"] >= TARGET
+            rows.append([teacher, f"{_f(g.mean('teacher', 'return_mean'), '.0f')}", method,
+                         f"{g.size}" + ("" if hit else " (best; none reaches 90%)"),
+                         _f(g.mean("size", "parameters"), ".0f"), _est(g.estimate),
+                         _f(g.mean("fidelity", "student_states", "r2"), ".2f"),
+                         f"{_f(g.mean('latency', 'speedup_single'), '.0f')}× / "
+                         f"{_f(g.mean('latency', 'speedup_c_native'), '.0f')}×"])
+        del t
+    doc.p("Per teacher and method, the smallest size whose IQM reaches 90% of the teacher (else the best size).")
+    doc.table(["teacher", "teacher return", "method", "size", "parameters", "% of teacher IQM [95% CI]",
+               "fidelity R² (own states)", "speed-up Python / C"], rows)
+
+    agg = aggregate(summary, reps=reps, seed=seed)
+    if agg:
+        doc.h(2, "All tasks together")
+        doc.p(f"IQM of % of teacher over the {agg[0]['seeds']} × {agg[0]['tasks']} (seed × task) runs, with "
+              "95% stratified-bootstrap intervals (seeds resampled within each task).")
+        image("aggregate.png", aggregate_plot(agg), "% of teacher against size, all tasks")
+        doc.table(["method", "size", "parameters (mean)", "IQM [95% CI]", "mean"],
+                  [[r["method"], str(r["size"]), f"{r['parameters']:.0f}",
+                    f"{r['iqm']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}]", f"{r['mean']:.1f}"] for r in agg])
+
+    for teacher, groups in summary.items():
+        first = groups[0].records[0]
+        t = first["teacher"]
+        doc.h(2, f"{teacher}: {t['algo'].upper()} on {first['task']}")
+        t_ret = [g.mean("teacher", "return_mean") for g in groups]
+        variant = ", ".join(f"{k}={v}" for k, v in (t.get("variant") or {}).items())
+        doc.bullets([f"Teacher: `{t['source']}` ({t['algo'].upper()})",
+                     f"Environment: `{first['task']}` ({variant})",
+                     f"Teacher return on the evaluation episodes: {_f(float(np.mean([v for v in t_ret if v is not None])), '.1f')}"
+                     f" (mean over seeds; ± {_f(groups[0].mean('teacher', 'return_std'), '.1f')} over episodes)"])
+        image(f"pareto-{_slug(teacher)}.png", pareto_plot(teacher, groups),
+              f"{teacher}: % of teacher against parameters per method")
+        rows = []
+        for g in groups:
+            rows.append([
+                g.method, str(g.size), _f(g.mean("size", "leaves"), ".0f"), _f(g.mean("size", "depth"), ".0f"),
+                _f(g.mean("size", "nonzero_terms"), ".0f"), _f(g.mean("size", "parameters"), ".0f"),
+                _f(g.mean("size", "export_bytes", "c"), ".0f"),
+                _f(g.mean("student", "return_mean"), ".0f"), _est(g.estimate),
+                "[" + ", ".join(f"{p:.0f}" for p in g.percents) + "]",
+                f"{_f(g.mean('fidelity', 'teacher_states', 'r2'), '.2f')} / "
+                f"{_f(g.mean('fidelity', 'student_states', 'r2'), '.2f')}",
+                f"{_t(g.mean('latency', 'student_single_s'))} / {_t(g.mean('latency', 'student_c_native_s'))}",
+                _t(g.mean("latency", "teacher_single_s")),
+                f"{_t(g.mean('latency', 'student_batch_s_per_obs'))} / "
+                f"{_t(g.mean('latency', 'teacher_batch_s_per_obs'))}",
+                _f(g.mean("distill_seconds"), ".0f"),
+            ])
+        doc.table(["method", "size", "leaves", "depth", "non-zero terms", "parameters", "C bytes", "return",
+                   "% of teacher IQM [95% CI]", "per seed", "fidelity R² teacher / own states",
+                   "latency Python / C", "teacher latency", "batch latency / teacher", "distil s"], rows)
+        for method, g in chosen(groups).items():
+            rec = g.median_record()
+            doc.h(3, f"Chosen {method} controller: size {g.size}, seed {rec['cell']['seed']} "
+                     f"({_num(rec['percent_of_teacher']):.1f}% of teacher)")
+            doc.p(f"Files: `{rec['controller']}/` (controller.json, controller.py, controller.c, rules.txt); "
+                  f"`interp-rl viz {rec['controller']}` draws all of it.")
+            for i, part in enumerate(explanations(res, g)):
+                if part.kind == "svg":
+                    image(f"{_slug(teacher)}-{_slug(method)}-{_slug(str(g.size))}-{i}.svg",
+                          part.content.encode("utf-8"), part.title)
+                else:
+                    doc.p(f"**{part.title}**")
+                    doc.pre(part.content)
+
+    doc.h(2, "Provenance")
+    vers = records[0].get("versions", {})
+    mach = records[0].get("machine", {})
+    doc.bullets([f"Versions: {', '.join(f'{k} {v}' for k, v in vers.items())}",
+                 f"Machine: {mach.get('processor', '?')}, {mach.get('cpus', '?')} CPUs, {mach.get('system', '?')}",
+                 "Teachers: " + "; ".join(f"{tname}: `{gs[0].records[0]['teacher']['source']}`"
+                                          for tname, gs in summary.items())])
+    md = doc.markdown()
+    page = doc.html(f"interp-rl benchmark: {name}")
+    for fname, data in figures.items():
+        atomic_write_bytes(dest / FIGURES / fname, data)
+    paths = {"markdown": atomic_write_text(dest / "report.md", md),
+             "html": atomic_write_text(dest / "report.html", page)}
+    atomic_write_text(dest / "summary.json", json.dumps(
+        {"suite": name, "groups": [{"teacher": g.teacher, "task": g.task, "method": g.method, "size": g.size,
+                                    "seeds": g.seeds, "percent_of_teacher": g.percents, **g.estimate}
+                                   for gs in summary.values() for g in gs],
+         "aggregate": agg}, indent=1) + "\n")
+    return paths

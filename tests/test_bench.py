@@ -1,0 +1,351 @@
+"""The benchmark harness end to end: suites, records, resuming after a kill, Ray, reports in Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from benchmarks.harness import RECORD_SCHEMA, load_records, run_suite
+from benchmarks.report import pareto_front, summarise, write_report
+from benchmarks.stats import interval_estimate, iqm, stratified_bootstrap_ci
+from benchmarks.suite import SuiteError, builtin_suites, load_suite
+from interp_rl.cli import app
+
+CLI = [sys.executable, "-m", "interp_rl.cli"]
+runner = CliRunner()
+
+#: Fields that hold wall-clock times (they differ between runs; nothing else may).
+TIMING = {"latency", "distill_seconds", "cell_seconds", "seconds", "machine", "versions"}
+
+
+@pytest.fixture(scope="session")
+def tiny_teacher(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SAC teacher for InvertedPendulum-v5 trained by the project for 1,200 steps (seconds, not minutes)."""
+    from envs.training import TrainConfig, train_teacher
+
+    out = tmp_path_factory.mktemp("teacher") / "ip"
+    train_teacher(TrainConfig("sac", "InvertedPendulum-v5", 1200, str(out), seed=0, eval_episodes=0, keep="last"),
+                  progress_bar=False)
+    return out
+
+
+def write_suite(folder: Path, teacher: Path, *, seeds: str = "[0, 1]", extra: str = "") -> Path:
+    path = folder / "tiny.toml"
+    path.write_text(f"""
+name = "tiny"
+description = "A tiny suite for the tests."
+seeds = {seeds}
+episodes = 10
+fidelity_steps = 300
+latency_batch = 32
+
+[[teachers]]
+name = "IP-SAC"
+path = "{teacher.as_posix()}"
+
+[methods.tree]
+sizes = [2, 4]
+settings = {{ iterations = 1, steps = 500, select_episodes = 1 }}
+
+[methods.tree-constant]
+method = "tree"
+sizes = [2]
+settings = {{ leaf_model = "constant", iterations = 1, steps = 500, select_episodes = 1 }}
+{extra}""")
+    return path
+
+
+def strip_timing(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: strip_timing(v) for k, v in obj.items() if k not in TIMING}
+    if isinstance(obj, list):
+        return [strip_timing(v) for v in obj]
+    return obj
+
+
+def records_by_id(results: Path) -> dict[str, dict[str, Any]]:
+    return {r["id"]: r for r in load_records(results)}
+
+
+@pytest.fixture(scope="module")
+def bench_run(tiny_teacher: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """``interp-rl bench`` on the tiny suite (6 cells), through the command line."""
+    folder = tmp_path_factory.mktemp("bench")
+    suite = write_suite(folder, tiny_teacher)
+    results = folder / "results"
+    res = runner.invoke(app, ["bench", "--suite", str(suite), "--out", str(results), "--workers", "2"])
+    assert res.exit_code == 0, res.output
+    assert "6 cells: 6 run now, 0 already done, 0 failed" in " ".join(res.output.split())
+    return suite, results
+
+
+# ----------------------------------------------------------------------------- statistics
+def test_iqm_trims_a_quarter_from_each_end() -> None:
+    x = np.array([0.0, 1, 2, 3, 4, 5, 6, 100])
+    assert iqm(x) == pytest.approx(np.mean([2, 3, 4, 5]))
+    assert iqm(np.array([[1.0, 2.0], [3.0, 4.0]])) == pytest.approx(2.5)
+
+
+def test_stratified_bootstrap_resamples_within_each_task() -> None:
+    # Task 0 never varies, task 1 always does: resampling within tasks keeps every
+    # resample's task-0 column at 50, so the interval of the task-0 mean has zero width.
+    scores = np.array([[50.0, 0.0], [50.0, 100.0], [50.0, 30.0], [50.0, 70.0]])
+    lo, hi = stratified_bootstrap_ci(scores, lambda m: float(m[:, 0].mean()), reps=500)
+    assert lo == hi == 50.0
+    lo, hi = stratified_bootstrap_ci(scores, lambda m: float(m[:, 1].mean()), reps=2000, seed=1)
+    assert 0.0 <= lo < 50.0 < hi <= 100.0
+    # Reproducible for a seed.
+    assert stratified_bootstrap_ci(scores, reps=300, seed=3) == stratified_bootstrap_ci(scores, reps=300, seed=3)
+
+
+def test_interval_estimate_with_one_run_has_no_width() -> None:
+    est = interval_estimate(np.array([[42.0]]))
+    assert est["iqm"] == est["ci_low"] == est["ci_high"] == 42.0 and est["runs"] == 1
+
+
+def test_bootstrap_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match=r"^confidence must be in \(0, 1\)\. Got 1\.5 instead\.$"):
+        stratified_bootstrap_ci(np.ones((3, 1)), confidence=1.5)
+    with pytest.raises(ValueError, match="non-empty"):
+        stratified_bootstrap_ci(np.ones((0, 2)))
+
+
+def test_pareto_front_keeps_only_undominated_points() -> None:
+    assert pareto_front([(100, 80.0), (10, 90.0), (50, 95.0), (50, 70.0)]) == [(10, 90.0), (50, 95.0)]
+
+
+# ----------------------------------------------------------------------------- suites
+def test_shipped_suites_load_and_expand_to_cells() -> None:
+    assert {"quick", "mujoco", "demo"} <= set(builtin_suites())
+    mujoco = load_suite("mujoco")
+    assert {t.name for t in mujoco.teachers} == {"HalfCheetah-SAC", "Hopper-PPO", "Walker2d-SAC", "Swimmer-SAC",
+                                                  "Ant-TRPO"}
+    assert len(mujoco.cells()) == 5 * 3 * 3
+    demo = load_suite("demo")
+    assert demo.teachers[0].train is not None and len(demo.cells()) == 6
+    quick = load_suite("quick")
+    assert [c.id for c in quick.cells(seeds=[1])] == ["Swimmer-SAC__tree-4__seed1", "Swimmer-SAC__tree-16__seed1"]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('seeds = [0]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [0]',
+     "The 'max_leaves' parameter of distill tree must be an int in [2, inf). Got 0 instead."),
+    ('seeds = [0]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.forest]\nsizes = [4]',
+     "names unknown method 'forest'; available: tree."),
+    ('seeds = [-1]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [4]',
+     "'seeds' must be a non-empty list of integers >= 0. Got [-1] instead."),
+    ('seeds = [0]\n[[teachers]]\nname = "a"\n[methods.tree]\nsizes = [4]',
+     "teacher 'a' needs exactly one of 'path' (a saved agent) or 'train'"),
+    ('seeds = [0]\nepisode = 3\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [4]',
+     "unknown key(s) episode;"),
+    ('seeds = [0]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [4]\n'
+     'settings = { max_leafs = 3 }', "Unknown tree distillation setting(s): max_leafs;"),
+    ('seeds = [0\n', "is not valid:"),
+])
+def test_bad_suites_are_one_line_errors(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(Exception, match=re.escape(message)):
+        load_suite(path)
+    res = runner.invoke(app, ["bench", "--suite", str(path), "--out", str(tmp_path / "r")])
+    assert res.exit_code == 1 and res.output.startswith("Error: ") and message in " ".join(res.output.split())
+
+
+def test_unknown_suite_and_method_are_named(tmp_path: Path) -> None:
+    with pytest.raises(SuiteError, match=r"^Unknown suite 'nope': not a file, and not one of the shipped suites "
+                                         r"\(demo, mujoco, quick\)\.$"):
+        load_suite("nope")
+    with pytest.raises(SuiteError, match=r"^Unknown method 'sindy' for suite 'quick'; it has: tree\.$"):
+        load_suite("quick").cells(methods=["sindy"])
+
+
+def test_missing_teacher_is_named(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, tmp_path / "no-such-teacher")
+    with pytest.raises(SuiteError, match="Teacher 'IP-SAC' of suite 'tiny': .*no-such-teacher' does not exist"):
+        run_suite(load_suite(suite), tmp_path / "r", progress=False)
+
+
+# ----------------------------------------------------------------------------- running
+def test_bench_writes_one_complete_record_per_cell(bench_run: tuple[Path, Path]) -> None:
+    _, results = bench_run
+    recs = records_by_id(results)
+    assert sorted(recs) == sorted(c.id for c in load_suite(bench_run[0]).cells())
+    for rec in recs.values():
+        assert rec["schema"] == RECORD_SCHEMA
+        assert len(rec["teacher"]["returns"]) == len(rec["student"]["returns"]) == rec["episodes"] == 10
+        assert rec["teacher"]["return_mean"] == pytest.approx(np.mean(rec["teacher"]["returns"]))
+        assert rec["percent_of_teacher"] == pytest.approx(
+            100 * rec["student"]["return_mean"] / rec["teacher"]["return_mean"])
+        for states in ("teacher_states", "student_states"):
+            assert set(rec["fidelity"][states]) == {"r2", "mse"} and rec["fidelity"][states]["mse"] >= 0
+        size = rec["size"]
+        assert 1 <= size["leaves"] <= rec["cell"]["size"] and size["parameters"] > 0
+        assert set(size["export_bytes"]) == {"json", "python", "c"} and min(size["export_bytes"].values()) > 0
+        lat = rec["latency"]
+        assert lat["teacher_single_s"] > 0 and lat["student_single_s"] > 0 and lat["student_batch_s_per_obs"] > 0
+        assert rec["distill_seconds"] > 0 and rec["versions"]["interp-rl"] and rec["config"]["max_leaves"]
+        assert (results / rec["controller"] / "controller.json").is_file()
+    constant = recs["IP-SAC__tree-constant-2__seed0"]
+    assert constant["config"]["leaf_model"] == "constant" and constant["size"]["nonzero_terms"] == 0
+    # Teacher and students play the same episodes: every cell of a seed sees the same teacher returns.
+    seed0 = [r["teacher"]["returns"] for r in recs.values() if r["cell"]["seed"] == 0]
+    assert all(t == seed0[0] for t in seed0)
+    assert not list(results.rglob("*.tmp*"))
+
+
+def test_rerun_skips_finished_cells(bench_run: tuple[Path, Path]) -> None:
+    suite, results = bench_run
+    before = {p.name: p.stat().st_mtime_ns for p in (results / "records").iterdir()}
+    res = runner.invoke(app, ["bench", "--suite", str(suite), "--out", str(results), "--seeds", "0,1"])
+    assert res.exit_code == 0, res.output
+    assert "6 cells: 0 run now, 6 already done, 0 failed" in " ".join(res.output.split())
+    assert {p.name: p.stat().st_mtime_ns for p in (results / "records").iterdir()} == before
+
+
+def test_results_folder_of_another_suite_is_refused(bench_run: tuple[Path, Path], tmp_path: Path) -> None:
+    _, results = bench_run
+    res = runner.invoke(app, ["bench", "--suite", "quick", "--out", str(results)])
+    assert res.exit_code == 1 and "holds results of a different suite ('tiny'" in res.output
+
+
+def test_killed_run_finishes_with_every_record_exactly_once(tiny_teacher: Path, tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, tiny_teacher)
+    results = tmp_path / "results"
+    cmd = [*CLI, "bench", "--suite", str(suite), "--out", str(results), "--workers", "2", "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not list((results / "records").glob("*.json")):
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # the runner and its workers, mid-run
+    proc.wait()
+    done_at_kill = len(list((results / "records").glob("*.json")))
+    assert 1 <= done_at_kill < 6, "the run was not stopped in the middle"
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"{6 - done_at_kill} run now, {done_at_kill} already done" in " ".join(done.stdout.split())
+    ids = [p.stem for p in (results / "records").iterdir()]
+    assert sorted(ids) == sorted(c.id for c in load_suite(suite).cells())
+    assert len(load_records(results)) == 6
+    assert not [p for p in results.rglob("*") if ".tmp" in p.name]
+
+
+def test_ray_executor_gives_the_same_records(bench_run: tuple[Path, Path], tmp_path: Path) -> None:
+    suite, results = bench_run
+    ray_results = tmp_path / "ray"
+    res = runner.invoke(app, ["bench", "--suite", str(suite), "--out", str(ray_results), "--executor", "ray",
+                              "--workers", "2", "--seeds", "0"])
+    assert res.exit_code == 0, res.output
+    local, on_ray = records_by_id(results), records_by_id(ray_results)
+    assert sorted(on_ray) == sorted(k for k in local if k.endswith("seed0"))
+    for key, rec in on_ray.items():
+        assert strip_timing(rec) == strip_timing(local[key]), key
+
+
+def test_unknown_executor_is_refused(bench_run: tuple[Path, Path]) -> None:
+    suite, results = bench_run
+    res = runner.invoke(app, ["bench", "--suite", str(suite), "--out", str(results), "--executor", "dask"])
+    assert res.exit_code == 1 and "Unknown executor 'dask'; use one of process, ray." in res.output
+
+
+# ----------------------------------------------------------------------------- reports
+@pytest.fixture(scope="module")
+def report(bench_run: tuple[Path, Path]) -> Path:
+    _, results = bench_run
+    res = runner.invoke(app, ["report", str(results), "--seed", "0"])
+    assert res.exit_code == 0, res.output
+    return results
+
+
+def test_report_tables_match_the_records(report: Path) -> None:
+    md = (report / "report.md").read_text()
+    recs = load_records(report)
+    summary = summarise(recs)
+    groups = summary["IP-SAC"]
+    assert [(g.method, g.size) for g in groups] == [("tree", 2), ("tree", 4), ("tree-constant", 2)]
+    for g in groups:
+        pct = sorted(r["percent_of_teacher"] for r in recs if r["method"] == g.method and r["cell"]["size"] == g.size)
+        assert g.estimate["iqm"] == pytest.approx(np.mean(pct))  # two seeds: the IQM is their mean
+        assert g.estimate["ci_low"] <= g.estimate["iqm"] <= g.estimate["ci_high"]
+        assert f"{g.estimate['iqm']:.1f} [{g.estimate['ci_low']:.1f}, {g.estimate['ci_high']:.1f}]" in md
+    assert "## IP-SAC: SAC on InvertedPendulum-v5" in md
+    assert "![IP-SAC: % of teacher against parameters per method](figures/pareto-IP-SAC.png)" in md
+    for name in re.findall(r"\]\((figures/[^)]+)\)", md):
+        assert (report / name).is_file() and (report / name).stat().st_size > 0
+    assert "Why it acts as it does in one visited state" in md and "→ leaf" in md
+    assert "pole_angle" in md or "pole" in md  # named features, not x[3]
+    assert "x[" not in md
+
+
+def test_report_is_reproducible(report: Path, tmp_path: Path) -> None:
+    write_report(report, tmp_path / "again", seed=0)
+    assert (tmp_path / "again" / "report.md").read_text() == (report / "report.md").read_text()
+
+
+def test_report_of_an_empty_or_corrupt_folder_is_a_one_line_error(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["report", str(tmp_path)])
+    assert res.exit_code == 1 and "holds no benchmark records" in res.output
+    (tmp_path / "records").mkdir()
+    (tmp_path / "records" / "x.json").write_text("{not json")
+    res = runner.invoke(app, ["report", str(tmp_path)])
+    assert res.exit_code == 1 and "is not valid JSON" in res.output and "delete it to rerun its cell" in res.output
+    res = runner.invoke(app, ["report", str(tmp_path / "missing")])
+    assert res.exit_code == 1 and "does not exist" in res.output
+
+
+def test_html_report_is_self_contained(report: Path) -> None:
+    page = (report / "report.html").read_text()
+    assert page.count("<img ") >= 2
+    srcs = re.findall(r'<img src="([^"]+)"', page)
+    assert srcs and all(s.startswith(("data:image/png;base64,", "data:image/svg+xml;base64,")) for s in srcs)
+    assert not re.search(r'(src|href)="(https?:|//|file:)', page)
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed (.ci/run installs Debian's chromium)")
+def test_html_report_renders_with_its_images_in_headless_chromium(report: Path, tmp_path: Path) -> None:
+    page = (report / "report.html").read_text()
+    probe = """<script>
+window.addEventListener("load", () => {
+  const imgs = Array.from(document.images);
+  const ok = imgs.filter(i => i.complete && i.naturalWidth > 0 && i.naturalHeight > 0).length;
+  const tables = document.querySelectorAll("table").length;
+  document.title = `rendered images=${ok}/${imgs.length} tables=${tables} width=${document.body.scrollWidth}`;
+});
+</script></body>"""
+    probed = tmp_path / "probe.html"
+    probed.write_text(page.replace("</body>", probe))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000"]
+    done = subprocess.run([_chromium(), *flags, "--dump-dom", probed.as_uri()], capture_output=True, text=True,
+                          timeout=120)
+    title = re.search(r"<title>(rendered [^<]*)</title>", done.stdout)
+    assert title, f"Chromium did not render the page: {done.stderr[-2000:]}"
+    m = re.match(r"rendered images=(\d+)/(\d+) tables=(\d+) width=(\d+)", title.group(1))
+    assert m, title.group(1)
+    loaded, total, tables, width = map(int, m.groups())
+    assert total == page.count("<img ") and total >= 2 and loaded == total
+    assert tables >= 2 and width > 0
+    shot = tmp_path / "shot.png"
+    subprocess.run([_chromium(), *flags, "--window-size=1200,2400", f"--screenshot={shot}",
+                    (report / "report.html").as_uri()], capture_output=True, timeout=120)
+    assert shot.is_file()
+    import matplotlib.image as mpimg
+
+    pixels = mpimg.imread(str(shot))
+    assert pixels.std() > 0.05, "the screenshot is blank"
