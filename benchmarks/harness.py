@@ -30,6 +30,7 @@ import numpy as np
 
 from benchmarks.suite import Cell, Suite, SuiteError, TeacherSpec
 from interp_rl.errors import InterpRLError
+from interp_rl.interrupts import sigterm_as_interrupt
 from interp_rl.io import atomic_write, atomic_write_text
 
 __all__ = ["BenchResult", "RECORD_SCHEMA", "default_teachers_dir", "load_records", "prepare_teachers",
@@ -240,6 +241,26 @@ class BenchResult:
     failed: dict[str, str] = field(default_factory=dict)
 
 
+def _check_compatible(before: dict[str, Any], now: dict[str, Any], res: Path) -> None:
+    """A results folder may grow (more teachers, methods, sizes or seeds), but its records must keep meaning
+    what they meant: same evaluation settings, and the same teacher and settings behind every name."""
+    where = f"{str(res)!r} holds results of a different suite ({before.get('name')!r})"
+    if before.get("name") != now["name"]:
+        raise InterpRLError(f"{where}; choose another results folder.")
+    for key in ("episodes", "fidelity_steps", "latency_batch"):
+        if before.get(key) != now[key]:
+            raise InterpRLError(f"{where} with {key} = {before.get(key)!r}, not {now[key]!r}; choose another "
+                                "results folder.")
+    for kind, name_key in (("teachers", "name"), ("methods", "label")):
+        old = {x[name_key]: x for x in before.get(kind, [])}
+        for x in now[kind]:
+            prev = old.get(x[name_key])
+            if prev is not None and {k: v for k, v in prev.items() if k != "sizes"} != {
+                    k: v for k, v in x.items() if k != "sizes"}:
+                raise InterpRLError(f"{where}: {kind[:-1]} {x[name_key]!r} has other settings there; give it "
+                                    "another name or choose another results folder.")
+
+
 def _suite_label(suite: Suite) -> str:
     """How a user names the suite again: a shipped suite by name, else its file name."""
     from benchmarks.suite import builtin_suites
@@ -280,7 +301,10 @@ class _ProcessJobs:
                 yield cell, None, "".join(traceback.format_exception_only(type(exc), exc)).strip()
 
     def close(self, cancel: bool = False) -> None:
-        self.pool.shutdown(wait=not cancel, cancel_futures=cancel)
+        if cancel:  # stop the cells in flight now; their records are never half written
+            for proc in list(getattr(self.pool, "_processes", {}).values()):
+                proc.terminate()
+        self.pool.shutdown(wait=True, cancel_futures=cancel)
 
 
 class _RayJobs:
@@ -377,11 +401,7 @@ def run_suite(
     res.mkdir(parents=True, exist_ok=True)
     suite_file = res / "suite.json"
     if suite_file.is_file():
-        before = json.loads(suite_file.read_text())
-        now = json.loads(json.dumps(suite.to_dict()))
-        if {k: v for k, v in before.items() if k != "source"} != {k: v for k, v in now.items() if k != "source"}:
-            raise InterpRLError(f"{str(res)!r} holds results of a different suite ({before.get('name')!r} with "
-                                "other settings); choose another results folder.")
+        _check_compatible(json.loads(suite_file.read_text()), json.loads(json.dumps(suite.to_dict())), res)
     atomic_write_text(suite_file, json.dumps({**suite.to_dict(), "source": _suite_label(suite)}, indent=1) + "\n")
     prepare_teachers(suite, res, tdir, log=say)
     result = BenchResult(cells=cells)
@@ -397,7 +417,7 @@ def run_suite(
                TextColumn("ETA"), TimeRemainingColumn()]
     jobs = _executor_jobs(executor, min(workers, len(todo)), ray_address)
     queue = list(todo)
-    with Progress(*columns, console=console, disable=not progress) as bar:
+    with Progress(*columns, console=console, disable=not progress) as bar, sigterm_as_interrupt():
         job = bar.add_task("", total=len(todo))
 
         def describe() -> str:

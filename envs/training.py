@@ -11,13 +11,9 @@ checkpoint.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
-import threading
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -30,6 +26,7 @@ from envs.registry import EnvVariant, env_factory, get_task, make_vec_env
 from envs.teachers import TEACHER_FILE
 from interp_rl._validation import check_int
 from interp_rl.errors import InterpRLError, InvalidParameterError
+from interp_rl.interrupts import sigterm_as_interrupt
 from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.rollouts import evaluate
 from interp_rl.teachers import ALGORITHMS, ObsNormalizer, SB3Teacher, algorithm_class
@@ -297,23 +294,6 @@ class _Run:
         return meta
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM (``kill``, a scheduler's stop) like Ctrl-C while training runs."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def _raise(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    before = signal.signal(signal.SIGTERM, _raise)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, before)
-
-
 def train_teacher(
     cfg: TrainConfig,
     *,
@@ -374,7 +354,7 @@ def train_teacher(
     callback = _checkpoint_callback(run, every, done)
     remaining = steps - done
     try:
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             if remaining > 0:
                 model.learn(total_timesteps=remaining, callback=callback,
                             reset_num_timesteps=done == 0, progress_bar=progress_bar)

@@ -220,18 +220,36 @@ def test_results_folder_of_another_suite_is_refused(bench_run: tuple[Path, Path]
     assert res.exit_code == 1 and "holds results of a different suite ('tiny'" in res.output
 
 
+def _start(cmd: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+
+
+def _wait_for_records(results: Path, at_least: int, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(list((results / "records").glob("*.json"))) < at_least:
+        assert proc.poll() is None, "the run ended before it could be stopped"
+        time.sleep(0.1)
+
+
 def test_killed_run_finishes_with_every_record_exactly_once(tiny_teacher: Path, tmp_path: Path) -> None:
     suite = write_suite(tmp_path, tiny_teacher)
     results = tmp_path / "results"
     cmd = [*CLI, "bench", "--suite", str(suite), "--out", str(results), "--workers", "2", "--no-progress"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and not list((results / "records").glob("*.json")):
-        time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGKILL)  # the runner and its workers, mid-run
+    # A polite stop (SIGTERM, as a scheduler sends): the run ends at once with exit status 130.
+    proc = _start(cmd)
+    _wait_for_records(results, 1, proc)
+    os.killpg(proc.pid, signal.SIGTERM)
+    stopped_at = time.monotonic()
+    assert proc.wait(timeout=60) == 130, proc.stderr.read().decode() if proc.stderr else ""
+    assert time.monotonic() - stopped_at < 30
+    # A hard kill of the runner and its workers, mid-run.
+    proc = _start(cmd)
+    first = len(list((results / "records").glob("*.json")))
+    _wait_for_records(results, first + 1, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     done_at_kill = len(list((results / "records").glob("*.json")))
-    assert 1 <= done_at_kill < 6, "the run was not stopped in the middle"
+    assert 2 <= done_at_kill < 6, "the run was not stopped in the middle"
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert f"{6 - done_at_kill} run now, {done_at_kill} already done" in " ".join(done.stdout.split())
@@ -239,6 +257,27 @@ def test_killed_run_finishes_with_every_record_exactly_once(tiny_teacher: Path, 
     assert sorted(ids) == sorted(c.id for c in load_suite(suite).cells())
     assert len(load_records(results)) == 6
     assert not [p for p in results.rglob("*") if ".tmp" in p.name]
+
+
+def test_a_results_folder_grows_but_keeps_its_meaning(bench_run: tuple[Path, Path], tmp_path: Path) -> None:
+    suite, results = bench_run
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    grown = write_suite(tmp_path, Path(json.loads((copy / "suite.json").read_text())["teachers"][0]["path"]),
+                        extra='[methods.tree-deep]\nmethod = "tree"\nsizes = [16]\n')
+    res = runner.invoke(app, ["bench", "--suite", str(grown), "--out", str(copy), "--methods", "tree-constant"])
+    assert res.exit_code == 0, res.output
+    assert "2 cells: 0 run now, 2 already done" in " ".join(res.output.split())
+    changed = tmp_path / "changed.toml"
+    changed.write_text(suite.read_text().replace('leaf_model = "constant", iterations = 1',
+                                                 'leaf_model = "constant", iterations = 2'))
+    res = runner.invoke(app, ["bench", "--suite", str(changed), "--out", str(copy)])
+    assert res.exit_code == 1
+    assert "method 'tree-constant' has other settings there; give it another name" in " ".join(res.output.split())
+    fewer = tmp_path / "fewer.toml"
+    fewer.write_text(suite.read_text().replace("episodes = 10", "episodes = 12"))
+    res = runner.invoke(app, ["bench", "--suite", str(fewer), "--out", str(copy)])
+    assert res.exit_code == 1 and "with episodes = 10, not 12" in " ".join(res.output.split())
 
 
 def test_ray_executor_gives_the_same_records(bench_run: tuple[Path, Path], tmp_path: Path) -> None:
@@ -284,7 +323,7 @@ def test_report_tables_match_the_records(report: Path) -> None:
     for name in re.findall(r"\]\((figures/[^)]+)\)", md):
         assert (report / name).is_file() and (report / name).stat().st_size > 0
     assert "Why it acts as it does in one visited state" in md and "→ leaf" in md
-    assert "pole_angle" in md or "pole" in md  # named features, not x[3]
+    assert "hinge_angle [rad]" in md  # named features, not x[1]
     assert "x[" not in md
 
 
