@@ -74,16 +74,16 @@ def prepare_teachers(suite: Suite, results: Path, teachers_dir: Path, *,
         where = _teacher_location(spec, results, teachers_dir)
         if spec.train is None:
             if not where.exists():
-                raise SuiteError(f"Teacher {spec.name!r} of suite {suite.name!r}: {str(where)!r} does not exist "
-                                 "(set --teachers to the folder the suite's paths are relative to).")
+                raise SuiteError(f"Teacher {spec.name!r} of suite {suite.name!r}: {str(where)!r} does not "
+                                 "exist (set --teachers to the folder the suite's paths are relative to).")
             continue
         if (where / TEACHER_FILE).is_file() and not (where / "checkpoint").exists():
             continue
         t = dict(spec.train)
         log(f"Training teacher {spec.name}: {teacher_command(spec)}")
         cfg = TrainConfig(algo=str(t.pop("algo")), task=str(t.pop("env")), steps=int(t.pop("steps")),
-                          out=str(where), seed=int(t.pop("seed", 0)), hyperparams=dict(t.pop("hyperparams", {})),
-                          **t)
+                          out=str(where), seed=int(t.pop("seed", 0)),
+                          hyperparams=dict(t.pop("hyperparams", {})), **t)
         train_teacher(cfg, resume=True, progress_bar=sys.stderr.isatty())
 
 
@@ -223,8 +223,8 @@ def load_records(results: Path) -> list[dict[str, Any]]:
         try:
             rec = json.loads(p.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InterpRLError(f"Record {str(p)!r} is not valid JSON ({exc}); delete it to rerun its cell.") \
-                from None
+            raise InterpRLError(
+                f"Record {str(p)!r} is not valid JSON ({exc}); delete it to rerun its cell.") from None
         if not isinstance(rec, dict) or rec.get("schema") != RECORD_SCHEMA:
             raise InterpRLError(f"{str(p)!r} is not a benchmark record (expected schema {RECORD_SCHEMA!r}).")
         rows.append(rec)
@@ -382,8 +382,14 @@ def run_suite(
         Show a progress bar naming the cells in flight, with an ETA.
     """
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
-        TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from interp_rl._validation import check_int
 
@@ -402,14 +408,16 @@ def run_suite(
     suite_file = res / "suite.json"
     if suite_file.is_file():
         _check_compatible(json.loads(suite_file.read_text()), json.loads(json.dumps(suite.to_dict())), res)
-    atomic_write_text(suite_file, json.dumps({**suite.to_dict(), "source": _suite_label(suite)}, indent=1) + "\n")
+    as_run = {**suite.to_dict(), "source": _suite_label(suite)}
+    atomic_write_text(suite_file, json.dumps(as_run, indent=1) + "\n")
     prepare_teachers(suite, res, tdir, log=say)
     result = BenchResult(cells=cells)
-    todo = []
+    todo: list[Cell] = []
     for cell in cells:
         (result.skipped if record_path(res, cell).is_file() else todo).append(cell)
     if result.skipped:
-        say(f"{len(result.skipped)} of {len(cells)} cells already have records; running the other {len(todo)}.")
+        say(f"{len(result.skipped)} of {len(cells)} cells already have records; "
+            f"running the other {len(todo)}.")
     if not todo:
         return result
     args = (suite.to_dict(), str(res), str(tdir))

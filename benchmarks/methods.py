@@ -85,11 +85,12 @@ class TreeMethod:
         work = Path(work_dir)
         if not (work / METRICS_FILE).is_file():  # else: finished before the run was stopped
             resume = (work / "config.json").is_file()
-            distill_tree(teacher, env_fn, TreeDistillConfig(**config), work, features=features, actions=actions,
-                         task=task, provenance=provenance, resume=resume, progress=progress,
+            distill_tree(teacher, env_fn, TreeDistillConfig(**config), work, features=features,
+                         actions=actions, task=task, provenance=provenance, resume=resume, progress=progress,
                          evaluate_student=False)
         metrics = json.loads((work / METRICS_FILE).read_text())
-        details = {k: metrics.get(k) for k in ("weighting", "best_round", "samples", "dagger_history", "tuning")}
+        keys = ("weighting", "best_round", "samples", "dagger_history", "tuning")
+        details = {k: metrics.get(k) for k in keys}
         return Distilled(load_controller(work), float(metrics["distill_seconds"]), details)
 
     def explain(self, controller: Controller, states: np.ndarray, title: str) -> list[Explanation]:

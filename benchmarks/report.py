@@ -203,8 +203,8 @@ def aggregate_plot(rows: list[dict[str, Any]]) -> bytes:
         mine = [r for r in rows if r["method"] == method]
         x = np.array([r["parameters"] for r in mine])
         y = np.array([r["iqm"] for r in mine])
-        ax.errorbar(x, y, yerr=[y - np.array([r["ci_low"] for r in mine]),
-                                np.array([r["ci_high"] for r in mine]) - y], marker="o", capsize=3, label=method)
+        err = [y - np.array([r["ci_low"] for r in mine]), np.array([r["ci_high"] for r in mine]) - y]
+        ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=method)
         for r, xi, yi in zip(mine, x, y, strict=True):
             ax.annotate(str(r["size"]), (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=8)
     ax.axhline(100, color="black", lw=0.8, alpha=0.5)
@@ -307,7 +307,8 @@ class _Doc:
                 name, data, alt = v
                 mime = "image/svg+xml" if name.endswith(".svg") else "image/png"
                 src = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
-                body.append(f'<figure><img src="{src}" alt="{e(alt)}"><figcaption>{e(alt)}</figcaption></figure>')
+                body.append(f'<figure><img src="{src}" alt="{e(alt)}">'
+                            f'<figcaption>{e(alt)}</figcaption></figure>')
             elif kind == "pre":
                 body.append(f"<pre>{e(v)}</pre>")
             elif kind == "ul":
@@ -329,7 +330,8 @@ _HTML = """<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
 <style>
-body {{ font-family: system-ui, sans-serif; max-width: 1150px; margin: 2em auto; padding: 0 1em; color: #222; }}
+body {{ font-family: system-ui, sans-serif; max-width: 1150px; margin: 2em auto; padding: 0 1em;
+       color: #222; }}
 table {{ border-collapse: collapse; margin: 0.5em 0 1.2em; font-size: 0.86em; }}
 th, td {{ border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; }}
 th {{ background: #f2f2f2; }} td:first-child, th:first-child {{ text-align: left; }}
@@ -375,8 +377,8 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
         raise InterpRLError(f"Results folder {str(res)!r} does not exist.")
     records = load_records(res)
     if not records:
-        raise InterpRLError(f"{str(res)!r} holds no benchmark records (expected {str(res / 'records')}/*.json); "
-                            "run `interp-rl bench` first.")
+        raise InterpRLError(f"{str(res)!r} holds no benchmark records (expected "
+                            f"{str(res / 'records')}/*.json); run `interp-rl bench` first.")
     dest = Path(out) if out is not None else res
     suite = json.loads((res / "suite.json").read_text()) if (res / "suite.json").is_file() else {}
     name = suite.get("name") or records[0]["suite"]
@@ -401,10 +403,11 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
           "% of teacher = controller return / teacher return on those episodes. Across seeds, "
           "% of teacher is the **interquartile mean** with a 95% **stratified-bootstrap** interval "
           f"({reps} resamples; runs resampled within each task), as rliable computes them; with one seed it "
-          "is that seed's value. Fidelity: R² of the controller's actions against the teacher's, on states the "
-          "teacher visits and on states the controller visits. Latency: median seconds per action, one "
-          "observation (SB3 `model.predict` for the teacher; the exported standalone Python `act` and the "
-          "exported C `act` timed in a C loop for the controller) and per observation in a batch.")
+          "is that seed's value. Fidelity: R² of the controller's actions against the teacher's, on "
+          "states the teacher visits and on states the controller visits. Latency: median seconds per "
+          "action, one observation (SB3 `model.predict` for the teacher; the exported standalone Python "
+          "`act` and the exported C `act` timed in a C loop for the controller) and per observation in a "
+          "batch.")
 
     doc.h(2, "Summary")
     rows = []
@@ -419,7 +422,8 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
                          f"{_f(g.mean('latency', 'speedup_single'), '.0f')}× / "
                          f"{_f(g.mean('latency', 'speedup_c_native'), '.0f')}×"])
         del t
-    doc.p("Per teacher and method, the smallest size whose IQM reaches 90% of the teacher (else the best size).")
+    doc.p("Per teacher and method, the smallest size whose IQM reaches 90% of the teacher "
+          "(else the best size).")
     doc.table(["teacher", "teacher return", "method", "size", "parameters", "% of teacher IQM [95% CI]",
                "fidelity R² (own states)", "speed-up Python / C"], rows)
 
@@ -431,31 +435,35 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
         image("aggregate.png", aggregate_plot(agg), "% of teacher against size, all tasks")
         doc.table(["method", "size", "parameters (mean)", "IQM [95% CI]", "mean"],
                   [[r["method"], str(r["size"]), f"{r['parameters']:.0f}",
-                    f"{r['iqm']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}]", f"{r['mean']:.1f}"] for r in agg])
+                    f"{r['iqm']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}]", f"{r['mean']:.1f}"]
+                   for r in agg])
 
     for teacher, groups in summary.items():
         first = groups[0].records[0]
         t = first["teacher"]
         doc.h(2, f"{teacher}: {t['algo'].upper()} on {first['task']}")
         t_ret = [g.mean("teacher", "return_mean") for g in groups]
+        t_mean = float(np.mean([v for v in t_ret if v is not None]))
         variant = ", ".join(f"{k}={v}" for k, v in (t.get("variant") or {}).items())
         doc.bullets([f"Teacher: `{t['source']}` ({t['algo'].upper()})",
                      f"Environment: `{first['task']}` ({variant})",
-                     f"Teacher return on the evaluation episodes: {_f(float(np.mean([v for v in t_ret if v is not None])), '.1f')}"
-                     f" (mean over seeds; ± {_f(groups[0].mean('teacher', 'return_std'), '.1f')} over episodes)"])
+                     f"Teacher return on the evaluation episodes: {_f(t_mean, '.1f')} (mean over seeds; "
+                     f"± {_f(groups[0].mean('teacher', 'return_std'), '.1f')} over episodes)"])
         image(f"pareto-{_slug(teacher)}.png", pareto_plot(teacher, groups),
               f"{teacher}: % of teacher against parameters per method")
         rows = []
         for g in groups:
             rows.append([
-                g.method, str(g.size), _f(g.mean("size", "leaves"), ".0f"), _f(g.mean("size", "depth"), ".0f"),
+                g.method, str(g.size), _f(g.mean("size", "leaves"), ".0f"),
+                _f(g.mean("size", "depth"), ".0f"),
                 _f(g.mean("size", "nonzero_terms"), ".0f"), _f(g.mean("size", "parameters"), ".0f"),
                 _f(g.mean("size", "export_bytes", "c"), ".0f"),
                 _f(g.mean("student", "return_mean"), ".0f"), _est(g.estimate),
                 "[" + ", ".join(f"{p:.0f}" for p in g.percents) + "]",
                 f"{_f(g.mean('fidelity', 'teacher_states', 'r2'), '.2f')} / "
                 f"{_f(g.mean('fidelity', 'student_states', 'r2'), '.2f')}",
-                f"{_t(g.mean('latency', 'student_single_s'))} / {_t(g.mean('latency', 'student_c_native_s'))}",
+                f"{_t(g.mean('latency', 'student_single_s'))} / "
+                f"{_t(g.mean('latency', 'student_c_native_s'))}",
                 _t(g.mean("latency", "teacher_single_s")),
                 f"{_t(g.mean('latency', 'student_batch_s_per_obs'))} / "
                 f"{_t(g.mean('latency', 'teacher_batch_s_per_obs'))}",
@@ -482,7 +490,8 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
     vers = records[0].get("versions", {})
     mach = records[0].get("machine", {})
     doc.bullets([f"Versions: {', '.join(f'{k} {v}' for k, v in vers.items())}",
-                 f"Machine: {mach.get('processor', '?')}, {mach.get('cpus', '?')} CPUs, {mach.get('system', '?')}",
+                 f"Machine: {mach.get('processor', '?')}, {mach.get('cpus', '?')} CPUs, "
+                 f"{mach.get('system', '?')}",
                  "Teachers: " + "; ".join(f"{tname}: `{gs[0].records[0]['teacher']['source']}`"
                                           for tname, gs in summary.items())])
     md = doc.markdown()

@@ -203,7 +203,8 @@ def load_suite(name_or_path: str | Path) -> Suite:
         raise SuiteError(f"{where}: no [methods.NAME] tables.")
     for label, m in raw_methods.items():
         if not _NAME.match(label) or "__" in label:
-            raise SuiteError(f"{where}: method label {label!r} must be letters, digits, '.', '_', '+' or '-'.")
+            raise SuiteError(f"{where}: method label {label!r} must be letters, digits, '.', '_', '+' "
+                             "or '-'.")
         if not isinstance(m, dict):
             raise SuiteError(f"{where}: [methods.{label}] must be a table.")
         bad = sorted(set(m) - {"method", "sizes", "settings"})
@@ -215,7 +216,8 @@ def load_suite(name_or_path: str | Path) -> Suite:
                              f"available: {', '.join(sorted(METHODS))}.")
         sizes = m.get("sizes")
         if not isinstance(sizes, list) or not sizes:
-            raise SuiteError(f"{where}: [methods.{label}] needs a non-empty list 'sizes'. Got {sizes!r} instead.")
+            raise SuiteError(f"{where}: [methods.{label}] needs a non-empty list 'sizes'. "
+                             f"Got {sizes!r} instead.")
         settings = m.get("settings", {})
         if not isinstance(settings, dict):
             raise SuiteError(f"{where}: [methods.{label}] 'settings' must be a table.")

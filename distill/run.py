@@ -266,7 +266,8 @@ def distill_tree(
     if evaluate_student:
         metrics.update(student_metrics(student, teacher, env_fn, episodes=config.eval_episodes,
                                        seed=config.seed, fidelity_steps=config.fidelity_steps))
-        metadata["metrics"] = {k: metrics[k] for k in ("teacher_return", "student_return", "percent_of_teacher")}
+        shown = ("teacher_return", "student_return", "percent_of_teacher")
+        metadata["metrics"] = {k: metrics[k] for k in shown}
     controller = Controller(program, features=list(features or []), actions=list(actions or []), task=task,
                             metadata=metadata)
     paths = write_exports(controller, out)

@@ -451,17 +451,20 @@ def _csv(value: str | None, what: str, cast: Callable[[str], Any] = str) -> list
 @cli_errors
 def bench(
     suite: Annotated[str, typer.Option(
-        help="A shipped suite (quick, mujoco, demo) or a suite file (.toml/.yaml) to copy and edit.")] = "quick",
+        help="A shipped suite (quick, mujoco, demo) or a suite file (.toml/.yaml) to copy and edit.",
+    )] = "quick",
     out_dir: Annotated[Path | None, typer.Option(
         "--out", help="Results folder; a rerun continues it [default: bench-results/SUITE].")] = None,
-    methods: Annotated[str | None, typer.Option(help="Only these methods of the suite, comma-separated.")] = None,
+    methods: Annotated[str | None, typer.Option(
+        help="Only these methods of the suite, comma-separated.")] = None,
     seeds: Annotated[str | None, typer.Option(
         "--seeds", "--seed", help="Only these seeds, comma-separated [default: the suite's].")] = None,
     workers: Annotated[int, typer.Option(help="Cells run at once.")] = 2,
     executor: Annotated[str, typer.Option(
         help="'process' (a local process pool) or 'ray' (Ray tasks).")] = "process",
     ray_address: Annotated[str | None, typer.Option(
-        help="With --executor ray: the address of a running Ray cluster [default: start a local one].")] = None,
+        help="With --executor ray: the address of a running Ray cluster [default: start a local one].",
+    )] = None,
     teachers: Annotated[Path | None, typer.Option(
         help="Folder the suite's teacher paths are relative to "
              "[default: $INTERP_RL_TEACHERS, else ../shared/teachers].")] = None,
@@ -476,8 +479,8 @@ def bench(
     result = run_suite(s, results, teachers_dir=teachers, methods=_csv(methods, "--methods"),
                        seeds=_csv(seeds, "--seeds", int), workers=workers, executor=executor,
                        ray_address=ray_address, progress=progress and sys.stderr.isatty())
-    out.print(f"{len(result.cells)} cells: {len(result.finished)} run now, {len(result.skipped)} already done, "
-              f"{len(result.failed)} failed. Records in {results / 'records'}.")
+    out.print(f"{len(result.cells)} cells: {len(result.finished)} run now, {len(result.skipped)} already "
+              f"done, {len(result.failed)} failed. Records in {results / 'records'}.")
     if result.failed:
         _fail(f"{len(result.failed)} cell(s) failed ({', '.join(result.failed)}); rerun the same command to "
               "retry them.")

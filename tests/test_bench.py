@@ -388,3 +388,20 @@ window.addEventListener("load", () => {
 
     pixels = mpimg.imread(str(shot))
     assert pixels.std() > 0.05, "the screenshot is blank"
+
+
+def test_quick_suite_then_report_end_to_end(shared_teachers: Path, tmp_path: Path) -> None:
+    """The README's `interp-rl bench --suite quick` and `interp-rl report`, on the shared Swimmer teacher."""
+    results = tmp_path / "quick"
+    res = runner.invoke(app, ["bench", "--suite", "quick", "--out", str(results), "--teachers", str(shared_teachers),
+                              "--seeds", "0"])
+    assert res.exit_code == 0, res.output
+    recs = records_by_id(results)
+    assert sorted(recs) == ["Swimmer-SAC__tree-16__seed0", "Swimmer-SAC__tree-4__seed0"]
+    assert all(r["teacher"]["return_mean"] > 300 for r in recs.values())  # the zoo agent swims
+    assert all(r["teacher"]["source"] == "sac/Swimmer-v3_1/Swimmer-v3.zip" for r in recs.values())
+    res = runner.invoke(app, ["report", str(results)])
+    assert res.exit_code == 0, res.output
+    md = (results / "report.md").read_text()
+    assert "## Swimmer-SAC: SAC on Swimmer-v5" in md and "`interp-rl bench --suite quick --out RESULTS`" in md
+    assert (results / "report.html").stat().st_size > 10_000
