@@ -31,7 +31,7 @@ import numpy as np
 from benchmarks.suite import Cell, Suite, SuiteError, TeacherSpec
 from interp_rl.errors import InterpRLError
 from interp_rl.interrupts import sigterm_as_interrupt
-from interp_rl.io import atomic_write, atomic_write_text
+from interp_rl.io import atomic_write, atomic_write_text, json_safe
 
 __all__ = ["BenchResult", "RECORD_SCHEMA", "default_teachers_dir", "load_records", "prepare_teachers",
            "record_path", "run_cell", "run_suite", "teacher_command"]
@@ -97,18 +97,6 @@ def _provenance(spec: TeacherSpec, teacher: Any) -> dict[str, Any]:
     source = teacher_command(spec) if spec.train is not None else spec.path
     return {"name": spec.name, "source": source, "algo": teacher.algo, "task": teacher.task,
             "variant": teacher.variant}
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if np.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return _finite(obj.item())
-    return obj
 
 
 def _save_npy(path: Path, array: np.ndarray) -> None:
@@ -211,7 +199,7 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
         "machine": machine(),
         "cell_seconds": time.perf_counter() - t0,
     }
-    record = _finite(record)
+    record = json_safe(record)
     atomic_write_text(out, json.dumps(record, indent=1) + "\n")
     return record
 

@@ -184,12 +184,18 @@ def pareto_plot(teacher: str, groups: list[Group]) -> bytes:
     if len(front) > 1:
         fx, fy = zip(*front, strict=True)
         ax.step(fx, fy, where="post", ls="--", color="grey", lw=1, label="Pareto front")
+    return _finish(fig, ax, "parameters of the controller (log scale)", "% of teacher return (IQM, 95% CI)",
+                   f"{teacher}: performance against size")
+
+
+def _finish(fig: Any, ax: Any, xlabel: str, ylabel: str, title: str) -> bytes:
+    """The axes every size plot shares: log size, the teacher's level and the 90% line; PNG bytes."""
     ax.axhline(100, color="black", lw=0.8, alpha=0.5)
     ax.axhline(TARGET, color="grey", ls=":", lw=1, label=f"{TARGET:.0f}% of teacher")
     ax.set_xscale("log")
-    ax.set_xlabel("parameters of the controller (log scale)")
-    ax.set_ylabel("% of teacher return (IQM, 95% CI)")
-    ax.set_title(f"{teacher}: performance against size")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -207,16 +213,8 @@ def aggregate_plot(rows: list[dict[str, Any]]) -> bytes:
         ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=method)
         for r, xi, yi in zip(mine, x, y, strict=True):
             ax.annotate(str(r["size"]), (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=8)
-    ax.axhline(100, color="black", lw=0.8, alpha=0.5)
-    ax.axhline(TARGET, color="grey", ls=":", lw=1)
-    ax.set_xscale("log")
-    ax.set_xlabel("parameters (mean over tasks, log scale)")
-    ax.set_ylabel("% of teacher return (IQM over runs × tasks)")
-    ax.set_title(f"All {rows[0]['tasks']} tasks")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return _png(fig)
+    return _finish(fig, ax, "parameters (mean over tasks, log scale)",
+                   "% of teacher return (IQM over runs × tasks)", f"All {rows[0]['tasks']} tasks")
 
 
 # ----------------------------------------------------------------------------- formatting
@@ -476,7 +474,8 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
             rec = g.median_record()
             doc.h(3, f"Chosen {method} controller: size {g.size}, seed {rec['cell']['seed']} "
                      f"({_num(rec['percent_of_teacher']):.1f}% of teacher)")
-            doc.p(f"Files: `{rec['controller']}/` (controller.json, controller.py, controller.c, rules.txt); "
+            doc.p(f"Files: `{rec['controller']}/controller.json` and `rules.txt`; "
+                  f"`interp-rl export {rec['controller']} --out DIR` writes it as Python and C, "
                   f"`interp-rl viz {rec['controller']}` draws all of it.")
             for i, part in enumerate(explanations(res, g)):
                 if part.kind == "svg":

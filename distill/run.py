@@ -25,7 +25,7 @@ from distill.prune import collapse_similar
 from distill.tree import TreePolicy
 from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import InterpRLError, InvalidParameterError
-from interp_rl.io import atomic_write_text
+from interp_rl.io import atomic_write_text, json_safe
 from interp_rl.program import Controller, Signal
 from interp_rl.rollouts import EvalResult, collect, evaluate
 
@@ -281,17 +281,7 @@ def distill_tree(
         except InterpRLError as exc:  # no graphviz binary: everything else is still written
             log.warning("%s", exc)
             metrics["picture_error"] = str(exc)
-    atomic_write_text(out / METRICS_FILE, json.dumps(_finite(metrics), indent=1) + "\n")
+    atomic_write_text(out / METRICS_FILE, json.dumps(json_safe(metrics), indent=1) + "\n")
     shutil.rmtree(ckpt, ignore_errors=True)
     return metrics
 
-
-def _finite(obj: Any) -> Any:
-    """Replace NaN/inf by None so the JSON is standard."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj

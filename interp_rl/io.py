@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-__all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text"]
+__all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text", "json_safe"]
 
 
 def atomic_write(path: str | os.PathLike[str], writer: Callable[[str], None]) -> Path:
@@ -48,3 +50,21 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` (UTF-8) to ``path`` atomically."""
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with NaN/inf replaced by None and NumPy scalars by Python ones, so the JSON is standard.
+
+    >>> import numpy as np
+    >>> json_safe({"a": [float("nan"), np.float32(0.5)], "b": (1, float("inf"))})
+    {'a': [None, 0.5], 'b': [1, None]}
+    """
+    if hasattr(obj, "item") and getattr(obj, "shape", None) == ():  # NumPy scalar
+        obj = obj.item()
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    return obj
