@@ -441,7 +441,8 @@ def _csv(value: str | None, what: str, cast: Callable[[str], Any] = str) -> list
     try:
         parsed = [cast(v) for v in items]
     except ValueError:
-        raise InterpRLError(f"{what} must be a comma-separated list. Got {value!r} instead.") from None
+        kind = " of integers" if cast is int else ""
+        raise InterpRLError(f"{what} must be a comma-separated list{kind}. Got {value!r} instead.") from None
     if not parsed:
         raise InterpRLError(f"{what} is empty. Got {value!r} instead.")
     return parsed

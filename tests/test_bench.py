@@ -405,3 +405,16 @@ def test_quick_suite_then_report_end_to_end(shared_teachers: Path, tmp_path: Pat
     md = (results / "report.md").read_text()
     assert "## Swimmer-SAC: SAC on Swimmer-v5" in md and "`interp-rl bench --suite quick --out RESULTS`" in md
     assert (results / "report.html").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["demo", "--seed", "-1"], "The 'seed' parameter of demo must be an int in [0, inf). Got -1 instead."),
+    (["bench", "--suite", "quick", "--workers", "0"],
+     "The 'workers' parameter of bench must be an int in [1, inf). Got 0 instead."),
+    (["bench", "--suite", "quick", "--seeds", "a,b"], "--seeds must be a comma-separated list of integers. Got 'a,b'"),
+    (["report", ".", "--reps", "0"], "The 'reps' parameter of report must be an int in [1, inf). Got 0 instead."),
+])
+def test_bad_command_options_are_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "out")])
+    assert res.exit_code == 1 and res.output.startswith("Error: ") and message in " ".join(res.output.split())
+    assert not (tmp_path / "out").exists()
