@@ -49,15 +49,16 @@ def run_demo(out: str | Path, *, seed: int = 0, workers: int = 2, progress: bool
                             + "; ".join(f"{k}: {v}" for k, v in result.failed.items()))
     paths = write_report(out, seed=seed)
     summary = summarise(load_records(out), seed=seed)
-    table = Table(title="Transparent controllers against their teacher (10 evaluation episodes)")
-    for col in ("teacher", "method", "size", "parameters", "return", "% of teacher", "fidelity R²"):
-        table.add_column(col, justify="right" if col not in ("teacher", "method") else "left")
     for teacher, groups in summary.items():
+        table = Table(title=f"Transparent controllers against their teacher, {teacher} "
+                            f"({groups[0].records[0]['episodes']} evaluation episodes)")
+        for col in ("method", "size", "parameters", "return / teacher", "% of teacher", "fidelity R²"):
+            table.add_column(col, justify="left" if col == "method" else "right")
         for g in groups:
-            table.add_row(teacher, g.method, str(g.size), f"{g.mean('size', 'parameters'):.0f}",
+            table.add_row(g.method, str(g.size), f"{g.mean('size', 'parameters'):.0f}",
                           f"{g.mean('student', 'return_mean'):.0f} / {g.mean('teacher', 'return_mean'):.0f}",
                           f"{g.estimate['iqm']:.1f}", f"{g.mean('fidelity', 'student_states', 'r2'):.3f}")
-    con.print(table)
+        con.print(table)
     for teacher, groups in summary.items():
         for method, g in chosen(groups).items():
             con.print(f"\nChosen {method} controller for {teacher}: size {g.size}, "
