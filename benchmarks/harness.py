@@ -31,7 +31,7 @@ import numpy as np
 from benchmarks.suite import Cell, Suite, SuiteError, TeacherSpec
 from interp_rl.errors import InterpRLError
 from interp_rl.interrupts import sigterm_as_interrupt
-from interp_rl.io import atomic_write, atomic_write_text, json_safe
+from interp_rl.io import atomic_write, atomic_write_text, json_safe, remove_stale_temps
 
 __all__ = ["BenchResult", "RECORD_SCHEMA", "default_teachers_dir", "load_records", "prepare_teachers",
            "record_path", "run_cell", "run_suite", "teacher_command"]
@@ -79,6 +79,7 @@ def prepare_teachers(suite: Suite, results: Path, teachers_dir: Path, *,
             continue
         if (where / TEACHER_FILE).is_file() and not (where / "checkpoint").exists():
             continue
+        remove_stale_temps(where)
         t = dict(spec.train)
         log(f"Training teacher {spec.name}: {teacher_command(spec)}")
         cfg = TrainConfig(algo=str(t.pop("algo")), task=str(t.pop("env")), steps=int(t.pop("steps")),
@@ -142,6 +143,7 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     features, actions = task_signals(teacher.task, teacher.variant)
     provenance = _provenance(spec, teacher)
     work = res / "cells" / c.id
+    remove_stale_temps(work)  # a killed run's half-written temporaries; the files they replace are intact
     made = method.distill(teacher, teacher.env_fn, config, work, features=features, actions=actions,
                           task=teacher.task, provenance=provenance)
     controller = made.controller
@@ -398,6 +400,7 @@ def run_suite(
         _check_compatible(json.loads(suite_file.read_text()), json.loads(json.dumps(suite.to_dict())), res)
     as_run = {**suite.to_dict(), "source": _suite_label(suite)}
     atomic_write_text(suite_file, json.dumps(as_run, indent=1) + "\n")
+    remove_stale_temps(res / "records")
     prepare_teachers(suite, res, tdir, log=say)
     result = BenchResult(cells=cells)
     todo: list[Cell] = []

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text", "json_safe"]
+__all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text", "json_safe", "remove_stale_temps"]
 
 
 def atomic_write(path: str | os.PathLike[str], writer: Callable[[str], None]) -> Path:
@@ -33,6 +33,22 @@ def atomic_write(path: str | os.PathLike[str], writer: Callable[[str], None]) ->
             os.unlink(tmp)
         raise
     return target
+
+
+def remove_stale_temps(folder: str | os.PathLike[str]) -> list[Path]:
+    """Delete the temporary files a killed :func:`atomic_write` left below ``folder``; return them.
+
+    A process killed outright (SIGKILL, power loss) gets no chance to clean up, so its
+    ``.NAME.XXXXXXXX.tmp`` file stays beside the intact target. Call this before resuming
+    work in a folder that no other process is writing to.
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        return []
+    stale = [p for p in root.rglob(".*.tmp*") if p.is_file() and ".tmp" in p.name]
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return stale
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:

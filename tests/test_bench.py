@@ -418,3 +418,17 @@ def test_bad_command_options_are_one_line_errors(tmp_path: Path, args: list[str]
     res = runner.invoke(app, [*args, "--out", str(tmp_path / "out")])
     assert res.exit_code == 1 and res.output.startswith("Error: ") and message in " ".join(res.output.split())
     assert not (tmp_path / "out").exists()
+
+
+def test_stale_temporaries_of_a_killed_writer_are_removed(tmp_path: Path) -> None:
+    from interp_rl.io import atomic_write_text, remove_stale_temps
+
+    atomic_write_text(tmp_path / "cells" / "a" / "config.json", "{}")
+    stale = [tmp_path / "cells" / "a" / ".config.json.ab12cd34.tmp",
+             tmp_path / "cells" / "a" / "checkpoint" / ".model.zip.ef56gh78.tmp.zip"]
+    for p in stale:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("half")
+    assert sorted(remove_stale_temps(tmp_path / "cells")) == sorted(stale)
+    assert [p.name for p in (tmp_path / "cells").rglob("*") if p.is_file()] == ["config.json"]
+    assert remove_stale_temps(tmp_path / "missing") == []
