@@ -120,12 +120,14 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     """
     import torch
 
+    from benchmarks.latency import controller_latency, teacher_latency
     from benchmarks.methods import METHODS
     from benchmarks.suite import MethodSpec
     from distill.run import student_metrics
     from envs import task_signals
     from interp_rl.export import write_exports
     from interp_rl.provenance import machine, versions
+    from interp_rl.rollouts import collect
 
     torch.set_num_threads(1)  # small batches: one thread is fastest and never oversubscribes
     c = Cell(**cell)
@@ -153,12 +155,8 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
                          fidelity_steps=fid_steps)
 
     # States the controller visits: for latency, and for the report's explanations.
-    from interp_rl.rollouts import collect
-
     states = collect(controller, teacher.env_fn, int(suite["latency_batch"]), c.seed).observations
     _save_npy(work / "states.npy", states)
-    from benchmarks.latency import controller_latency, teacher_latency
-
     t_lat = teacher_latency(teacher, states)
     s_lat = controller_latency(controller, work, states)
     prog = controller.program

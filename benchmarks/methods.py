@@ -73,8 +73,11 @@ class TreeMethod:
     def resolve(self, size: Any, settings: dict[str, Any], seed: int) -> dict[str, Any]:
         from distill.run import TreeDistillConfig
 
-        cfg = TreeDistillConfig.from_dict({**settings, "max_leaves": size, "seed": seed}).validate()
-        return asdict(cfg)
+        cfg = asdict(TreeDistillConfig.from_dict({**settings, "max_leaves": size, "seed": seed}).validate())
+        # The harness evaluates every method alike, with the suite's episodes and fidelity steps.
+        for key in ("eval_episodes", "fidelity_steps"):
+            cfg.pop(key)
+        return cfg
 
     def distill(self, teacher: Any, env_fn: Callable[[int], Any], config: dict[str, Any], work_dir: Path, *,
                 features: Sequence[Signal], actions: Sequence[Signal], task: str,
