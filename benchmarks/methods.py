@@ -9,6 +9,7 @@ same way for every method. A new distiller plugs in by adding a :class:`Method` 
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -112,8 +113,6 @@ class TreeMethod:
         dot = to_dot(controller, max_depth=depth, leaf_visits=visits, title=f"{title}{shown}")
         parts = []
         try:
-            import tempfile
-
             with tempfile.TemporaryDirectory() as tmp:
                 svg = render(dot, Path(tmp) / "tree.svg").read_text(encoding="utf-8")
             parts.append(Explanation("Tree (shading: share of visited states per leaf)", "svg", svg))

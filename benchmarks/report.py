@@ -410,7 +410,6 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
     doc.h(2, "Summary")
     rows = []
     for teacher, groups in summary.items():
-        t = groups[0].records[0]["teacher"]
         for method, g in chosen(groups).items():
             hit = g.estimate["iqm"] >= TARGET
             rows.append([teacher, f"{_f(g.mean('teacher', 'return_mean'), '.0f')}", method,
@@ -419,7 +418,6 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
                          _f(g.mean("fidelity", "student_states", "r2"), ".2f"),
                          f"{_f(g.mean('latency', 'speedup_single'), '.0f')}× / "
                          f"{_f(g.mean('latency', 'speedup_c_native'), '.0f')}×"])
-        del t
     doc.p("Per teacher and method, the smallest size whose IQM reaches 90% of the teacher "
           "(else the best size).")
     doc.table(["teacher", "teacher return", "method", "size", "parameters", "% of teacher IQM [95% CI]",
