@@ -121,11 +121,13 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     import torch
 
     from benchmarks.latency import controller_latency, teacher_latency
-    from benchmarks.methods import METHODS
     from benchmarks.suite import MethodSpec
-    from distill.run import student_metrics
+    from distill.job import METRICS_FILE, run_job
+    from distill.methods import JOB_OPTIONS, METHODS
     from envs import task_signals
+    from interp_rl.compare import compare
     from interp_rl.export import write_exports
+    from interp_rl.program import load_controller
     from interp_rl.provenance import machine, versions
     from interp_rl.rollouts import collect
 
@@ -139,27 +141,29 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     spec = TeacherSpec(**next(t for t in suite["teachers"] if t["name"] == c.teacher))
     mspec = MethodSpec(**next(m for m in suite["methods"] if m["label"] == c.method))
     method = METHODS[mspec.method]
-    config = method.resolve(c.size, mspec.settings, c.seed)
+    settings = method.resolve({**mspec.settings, method.size: c.size, "seed": c.seed},
+                              owner=f"method {c.method!r} of suite {suite['name']!r}")
+    config = {k: v for k, v in settings.items() if k not in {j.name for j in JOB_OPTIONS}}
     teacher = _load_teacher(spec, res, Path(teachers_dir))
-    assert teacher.env_fn is not None
     features, actions = task_signals(teacher.task, teacher.variant)
     provenance = _provenance(spec, teacher)
     work = res / "cells" / c.id
     remove_stale_temps(work)  # a killed run's half-written temporaries; the files they replace are intact
-    made = method.distill(teacher, teacher.env_fn, config, work, features=features, actions=actions,
-                          task=teacher.task, provenance=provenance)
-    controller = made.controller
-    exports = write_exports(controller, work)
+    if not (work / METRICS_FILE).is_file():  # else: distilled before the run was stopped
+        run_job(method, teacher, settings, work, features=features, actions=actions, provenance=provenance,
+                resume=(work / "config.json").is_file(), evaluate_student=False)
+    made = json.loads((work / METRICS_FILE).read_text())
+    controller = load_controller(work)
+    exports = write_exports(controller, work, force=True)
     episodes, fid_steps = int(suite["episodes"]), int(suite["fidelity_steps"])
-    ev = student_metrics(controller, teacher, teacher.env_fn, episodes=episodes, seed=c.seed,
-                         fidelity_steps=fid_steps)
+    ev = compare(controller, teacher, teacher.env_fn, episodes=episodes, seed=c.seed, fidelity_steps=fid_steps)
 
     # States the controller visits: for latency, and for the report's explanations.
     states = collect(controller, teacher.env_fn, int(suite["latency_batch"]), c.seed).observations
     _save_npy(work / "states.npy", states)
     t_lat = teacher_latency(teacher, states)
     s_lat = controller_latency(controller, work, states)
-    prog = controller.program
+    size = controller.size()
     record = {
         "schema": RECORD_SCHEMA,
         "id": c.id,
@@ -168,31 +172,37 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
         "task": teacher.task,
         "method": c.method,
         "distiller": mspec.method,
-        "size_name": method.size_name,
+        "kind": controller.kind,
+        "size_name": method.size,
         "teacher": {**provenance, "return_mean": ev["teacher_return"], "return_std": ev["teacher_return_std"],
                     "returns": ev["teacher_returns"]},
         "student": {"return_mean": ev["student_return"], "return_std": ev["student_return_std"],
-                    "returns": ev["student_returns"], "lengths": ev["student_lengths"]},
+                    "returns": ev["student_returns"], "lengths": ev["student_lengths"],
+                    "worst_return": ev["worst_student_return"]},
         "episodes": episodes,
         "episode_seeds": [c.seed + i for i in range(episodes)],
         "percent_of_teacher": ev["percent_of_teacher"],
+        "worst_percent_of_teacher": ev["worst_percent_of_teacher"],
         "fidelity": {"teacher_states": ev["fidelity_teacher_states"],
                      "student_states": ev["fidelity_student_states"], "steps": fid_steps},
-        "size": {"leaves": getattr(prog, "n_leaves", None), "depth": getattr(prog, "depth", None),
-                 "nonzero_terms": getattr(prog, "n_terms", None), "experts": getattr(prog, "n_experts", None),
-                 "parameters": getattr(prog, "n_parameters", None),
+        "size": {"leaves": None, "depth": None, "experts": None, **size,
                  "export_bytes": {k: Path(p).stat().st_size for k, p in exports.items()}},
         "latency": {
-            "teacher_single_s": t_lat["single_s"], "teacher_batch_s_per_obs": t_lat["batch_s_per_obs"],
+            "compares": "single: SB3 model.predict (the call a user makes) against the exported Python act(); "
+                        "forward: the teacher network's bare forward pass (torch, no_grad) against the C act() "
+                        "timed in a C loop; batch: batched predict per observation, teacher against controller",
+            "teacher_single_s": t_lat["single_s"], "teacher_forward_s": t_lat["forward_s"],
+            "teacher_batch_s_per_obs": t_lat["batch_s_per_obs"],
             "student_single_s": s_lat["single_s"], "student_batch_s_per_obs": s_lat["batch_s_per_obs"],
             "student_c_native_s": s_lat["c_native_s"], "batch": len(states),
             "speedup_single": _speedup(t_lat["single_s"], s_lat["single_s"]),
             "speedup_batch": _speedup(t_lat["batch_s_per_obs"], s_lat["batch_s_per_obs"]),
             "speedup_c_native": _speedup(t_lat["single_s"], s_lat["c_native_s"]),
+            "speedup_c_vs_forward": _speedup(t_lat["forward_s"], s_lat["c_native_s"]),
         },
-        "distill_seconds": made.distill_seconds,
+        "distill_seconds": made["distill_seconds"],
         "attribution_agreement": None,
-        "details": made.details,
+        "details": {k: made.get(k) for k in ("weighting", "best_round", "samples", "dagger_history", "tuning")},
         "config": config,
         "controller": f"cells/{c.id}",
         "versions": versions(),

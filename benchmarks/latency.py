@@ -52,33 +52,55 @@ def native_c_latency(c_file: Path, obs: np.ndarray, act_dim: int, calls: int = 2
 
 
 def teacher_latency(teacher: Any, states: np.ndarray, *, repeats: int = 100) -> dict[str, float]:
-    """The teacher's SB3 ``model.predict`` on one observation, and its batched ``predict`` per observation."""
+    """Three timings of the teacher, from the whole user-facing call down to the bare network.
+
+    ``single_s``: SB3's ``model.predict`` on one observation (what a user calls; it converts,
+    reshapes and clips around the network). ``forward_s``: the policy network's own forward
+    pass on one prepared tensor under ``torch.no_grad()`` (``policy._predict``), the like-for-like
+    reference for a compiled controller's ``act``. ``batch_s_per_obs``: the teacher's batched
+    ``predict`` on ``states``, per observation.
+    """
+    import torch
+
     from interp_rl.export import measure_latency
 
     obs = states[:1]
     norm = teacher.normalizer(obs) if teacher.normalizer is not None else obs
     sb3_obs = np.asarray(norm[0], dtype=np.float32)
     single = measure_latency(lambda o: teacher.model.predict(o, deterministic=True), sb3_obs, repeats=repeats)
+    tensor = torch.as_tensor(np.asarray(norm, dtype=np.float32))
+    policy = teacher.model.policy
+
+    def forward(x: Any) -> Any:
+        with torch.no_grad():
+            return policy._predict(x, deterministic=True)
+
+    fwd = measure_latency(forward, tensor, repeats=repeats)
     batch = measure_latency(teacher.predict, states, repeats=max(repeats // 10, 5), warmup=2)
-    return {"single_s": float(single["median_s"]), "batch_s_per_obs": float(batch["median_s"]) / len(states)}
+    return {"single_s": float(single["median_s"]), "forward_s": float(fwd["median_s"]),
+            "batch_s_per_obs": float(batch["median_s"]) / len(states)}
 
 
 def controller_latency(controller: Any, folder: Path, states: np.ndarray, *,
                        repeats: int = 300) -> dict[str, float | None]:
     """An exported controller: Python ``act`` and native C ``act`` on one observation, batch ``predict``.
 
-    ``c_native_s`` is None when no C compiler is found.
+    ``c_native_s`` is None only when no C compiler is installed; a C file that fails to compile
+    or run is an error, never a missing number.
     """
-    from interp_rl.export import ExportError, load_python_controller, measure_latency
+    from interp_rl.errors import ExportError
+    from interp_rl.export import find_compiler, load_python_controller, measure_latency
 
     act_py = load_python_controller(folder / "controller.py")
     obs = states[0]
     single = measure_latency(act_py, obs.tolist(), repeats=repeats)
     batch = measure_latency(controller.program.predict, states, repeats=max(repeats // 10, 5), warmup=2)
-    c_native: float | None
+    c_native: float | None = None
     try:
+        find_compiler()
+    except ExportError:
+        pass  # no compiler on this machine: the C timing is left out
+    else:
         c_native = native_c_latency(folder / "controller.c", obs, controller.program.act_dim)
-    except (ExportError, OSError, subprocess.CalledProcessError):
-        c_native = None
     return {"single_s": float(single["median_s"]), "batch_s_per_obs": float(batch["median_s"]) / len(states),
             "c_native_s": c_native}

@@ -346,7 +346,7 @@ code {{ background: #f2f2f2; padding: 0 0.2em; }}
 
 # ----------------------------------------------------------------------------- the report
 def explanations(results: Path, g: Group) -> list[Any]:
-    from benchmarks.methods import METHODS
+    from distill.methods import METHODS
     from interp_rl.program import load_controller
 
     rec = g.median_record()

@@ -31,15 +31,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from interp_rl.errors import InterpRLError
+from interp_rl.errors import InterpRLError, SuiteError
 
 __all__ = ["Cell", "MethodSpec", "Suite", "SuiteError", "TeacherSpec", "builtin_suites", "load_suite"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
-
-
-class SuiteError(InterpRLError):
-    """A suite file is missing, malformed, or names something unknown."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +151,7 @@ def _int(data: dict[str, Any], key: str, default: int, low: int, where: str) -> 
 
 def load_suite(name_or_path: str | Path) -> Suite:
     """A shipped suite by name (``quick``, ``mujoco``, ``demo``) or a suite file by path."""
-    from benchmarks.methods import METHODS
+    from distill.methods import METHODS
 
     shipped = builtin_suites()
     path = Path(name_or_path)
@@ -222,7 +218,8 @@ def load_suite(name_or_path: str | Path) -> Suite:
         if not isinstance(settings, dict):
             raise SuiteError(f"{where}: [methods.{label}] 'settings' must be a table.")
         for size in sizes:  # fail now, not an hour into the run
-            METHODS[kind].resolve(size, settings, seed=0)
+            METHODS[kind].resolve({**settings, METHODS[kind].size: size, "seed": 0},
+                                  owner=f"{where}: [methods.{label}]")
         methods.append(MethodSpec(label=label, method=kind, sizes=tuple(sizes), settings=dict(settings)))
     return Suite(name=name, description=str(data.get("description", "")), seeds=seeds, episodes=episodes,
                  fidelity_steps=_int(data, "fidelity_steps", 2000, 1, where),

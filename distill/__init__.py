@@ -1,32 +1,40 @@
 """Distillers: turn a teacher into a transparent controller.
 
-A distiller receives a teacher (``interp_rl.teachers.SB3Teacher`` or any
-:class:`interp_rl.policy.Policy`) and an environment factory ``env_fn(seed)``;
-it never imports :mod:`envs`.
+A distiller receives a teacher (:class:`interp_rl.teachers.Teacher`) and an environment factory
+``env_fn(seed)``; it never imports :mod:`envs`.
 
-- :class:`TreePolicy`: a scikit-learn regression tree with constant or sparse-linear leaves.
+- Students (scikit-learn estimators on raw observations): :class:`TreePolicy` (a regression tree
+  with constant or sparse-linear leaves), :class:`LinearPolicy` (sparse equations).
 - :class:`DAgger`: learns any student from a teacher (behaviour cloning with ``n_iter=0``),
   with VIPER-style critic weighting for teachers that have a Q-function.
 - :class:`LeafTuner`: tunes a tree's leaves on the real return (augmented random search).
 - :mod:`distill.prune`: cost-complexity pruning, pruning to a leaf budget, merging look-alike leaves.
-- :func:`distill_tree`: the whole job behind ``interp-rl distill tree``.
+- :class:`Distillation` and :func:`run_job`: a method's whole estimator and the job behind
+  ``interp-rl distill METHOD``; :data:`METHODS` is the registry of methods.
 """
 
-from distill.dagger import DAgger, DistillInterrupted
+from distill.dagger import DAgger
 from distill.finetune import LeafTuner
+from distill.job import Distillation, run_job
+from distill.linear import LinearPolicy
+from distill.methods import METHODS, Method, Option, get_method, register_method
 from distill.prune import collapse_similar, cost_complexity_path, prune, prune_to_leaves
-from distill.run import TreeDistillConfig, distill_tree
 from distill.tree import TreePolicy
 
 __all__ = [
+    "METHODS",
     "DAgger",
-    "DistillInterrupted",
+    "Distillation",
     "LeafTuner",
-    "TreeDistillConfig",
+    "LinearPolicy",
+    "Method",
+    "Option",
     "TreePolicy",
     "collapse_similar",
     "cost_complexity_path",
-    "distill_tree",
+    "get_method",
     "prune",
     "prune_to_leaves",
+    "register_method",
+    "run_job",
 ]

@@ -19,10 +19,13 @@ from typing import Any
 import numpy as np
 
 from distill.dagger import SELECTION_SEED_OFFSET
+from sklearn.base import BaseEstimator
+
 from distill.tree import TreePolicy
 from interp_rl._validation import check_float, check_int
-from interp_rl.program import TreeProgram
-from interp_rl.rollouts import evaluate
+from interp_rl.errors import bad_value
+from interp_rl.kinds.tree import TreeProgram
+from interp_rl.rollouts import evaluate, run_episodes
 
 __all__ = ["LeafTuner"]
 
@@ -65,47 +68,34 @@ class _LeafParams:
     def program_for(self, theta: np.ndarray) -> TreeProgram:
         intercept, coef = self.arrays(theta)
         p = self.program
-        return TreeProgram(feature=p.feature, threshold=p.threshold, left=p.left, right=p.right,
-                           intercept=intercept, coef=coef, n_samples=p.n_samples, risk=p.risk,
-                           action_low=p.action_low, action_high=p.action_high)
+        return p.replace(intercept=intercept, coef=coef)
 
 
 def _batched_returns(
-    program: TreeProgram, intercepts: np.ndarray, coefs: np.ndarray, seed: int, envs: list[Any],
+    program: TreeProgram, intercepts: np.ndarray, coefs: np.ndarray, seed: int, env_fn: EnvFn,
 ) -> np.ndarray:
-    """Run policy ``k`` (leaf parameters ``intercepts[k]``, ``coefs[k]``) in ``envs[k]`` on episode ``seed``.
+    """Run policy ``k`` (leaf parameters ``intercepts[k]``, ``coefs[k]``) for one episode each, all on seed ``seed``.
 
+    One batch through the rollout engine: episode ``k`` is keyed to parameter set ``k``.
     Returns the ``k`` returns.
     """
     k = len(intercepts)
-    obs = np.stack([np.asarray(env.reset(seed=seed)[0], dtype=np.float64) for env in envs[:k]])
-    returns = np.zeros(k)
-    alive = np.ones(k, dtype=bool)
-    rows = np.arange(k)
-    while alive.any():
-        idx = rows[alive]
-        x = obs[idx]
+
+    def act(x: np.ndarray, episodes: np.ndarray) -> np.ndarray:
         leaf = program.apply(x)
-        y = intercepts[idx, leaf] + np.einsum("iaj,ij->ia", coefs[idx, leaf], x)
-        y = np.minimum(np.maximum(y, program.action_low), program.action_high)
-        for r, i in enumerate(idx):
-            o, rew, term, trunc, _ = envs[i].step(np.clip(y[r], envs[i].action_space.low,
-                                                          envs[i].action_space.high))
-            returns[i] += float(rew)
-            if term or trunc:
-                alive[i] = False
-            else:
-                obs[i] = o
-    return returns
+        y = intercepts[episodes, leaf] + np.einsum("iaj,ij->ia", coefs[episodes, leaf], x)
+        return program.clip(y)
+
+    return np.asarray(run_episodes(act, env_fn, [seed] * k, n_envs=k).returns)
 
 
-class LeafTuner:
+class LeafTuner(BaseEstimator):
     """Tune a fitted tree's leaf parameters on the return (ARS), keeping its structure.
 
     Parameters
     ----------
     n_iter : int, default=50
-        ARS updates.
+        ARS updates (0: no tuning; the tree is kept as it is).
     n_directions : int, default=8
         Random directions per update (each rolled out ``+`` and ``-``).
     top_directions : int, default=None
@@ -153,6 +143,19 @@ class LeafTuner:
         self.eval_episodes = eval_episodes
         self.seed = seed
 
+    def _validate_params(self) -> None:
+        """Check every setting; a bad one raises the one-line template error."""
+        owner = "LeafTuner"
+        check_int(self.n_iter, "n_iter", owner, low=0)
+        n_dir = check_int(self.n_directions, "n_directions", owner)
+        if self.top_directions is not None:
+            check_int(self.top_directions, "top_directions", owner, high=n_dir)
+        check_float(self.step_size, "step_size", owner, low_open=True)
+        check_float(self.noise, "noise", owner, low_open=True)
+        check_int(self.eval_every, "eval_every", owner)
+        check_int(self.eval_episodes, "eval_episodes", owner)
+        check_int(self.seed, "seed", owner, low=0)
+
     def fit(
         self,
         student: TreePolicy,
@@ -167,17 +170,12 @@ class LeafTuner:
         standard deviation over visited states) sets how far each linear
         coefficient is perturbed; estimated from a rollout when omitted.
         """
-        owner = "LeafTuner"
-        check_int(self.n_iter, "n_iter", owner, low=0)
-        n_dir = check_int(self.n_directions, "n_directions", owner)
-        top = n_dir if self.top_directions is None else check_int(
-            self.top_directions, "top_directions", owner, high=n_dir)
-        step = check_float(self.step_size, "step_size", owner, low_open=True)
-        noise = check_float(self.noise, "noise", owner, low_open=True)
-        eval_every = check_int(self.eval_every, "eval_every", owner)
-        episodes = check_int(self.eval_episodes, "eval_episodes", owner)
+        self._validate_params()
+        n_dir = self.n_directions
+        top = n_dir if self.top_directions is None else self.top_directions
+        step, noise, eval_every, episodes = self.step_size, self.noise, self.eval_every, self.eval_episodes
         if not isinstance(student, TreePolicy) or not hasattr(student, "tree_"):
-            raise TypeError("LeafTuner tunes a fitted TreePolicy.")
+            raise bad_value("student", "LeafTuner.fit", "a fitted TreePolicy", type(student).__name__)
         program = student.tree_
         if feature_scale is None:
             from interp_rl.rollouts import collect
@@ -196,32 +194,27 @@ class LeafTuner:
         best_theta, best = theta.copy(), score(theta)
         self.initial_return_ = best
         history: list[dict[str, Any]] = [{"iteration": 0, "return_mean": best, "seconds": 0.0}]
-        envs = [env_fn(self.seed + TUNING_SEED_OFFSET + k) for k in range(2 * n_dir)]
         t0 = time.perf_counter()
-        try:
-            for it in range(1, self.n_iter + 1):
-                delta = rng.standard_normal((n_dir, len(theta))) * params.scale
-                cands = np.concatenate([theta + noise * delta, theta - noise * delta])
-                arrays = [params.arrays(c) for c in cands]
-                intercepts = np.stack([a[0] for a in arrays])
-                coefs = np.stack([a[1] for a in arrays])
-                ep_seed = self.seed + TUNING_SEED_OFFSET + it
-                rets = _batched_returns(program, intercepts, coefs, ep_seed, envs)
-                r_plus, r_minus = rets[:n_dir], rets[n_dir:]
-                order = np.argsort(-np.maximum(r_plus, r_minus))[:top]
-                sigma = float(np.concatenate([r_plus[order], r_minus[order]]).std()) or 1.0
-                theta = theta + step / (top * sigma) * ((r_plus[order] - r_minus[order]) @ delta[order])
-                if it % eval_every == 0 or it == self.n_iter:
-                    ret = score(theta)
-                    row = {"iteration": it, "return_mean": ret, "seconds": time.perf_counter() - t0}
-                    history.append(row)
-                    if ret > best:
-                        best, best_theta = ret, theta.copy()
-                    if progress is not None:
-                        progress(row)
-        finally:
-            for env in envs:
-                env.close()
+        for it in range(1, self.n_iter + 1):
+            delta = rng.standard_normal((n_dir, len(theta))) * params.scale
+            cands = np.concatenate([theta + noise * delta, theta - noise * delta])
+            arrays = [params.arrays(c) for c in cands]
+            intercepts = np.stack([a[0] for a in arrays])
+            coefs = np.stack([a[1] for a in arrays])
+            ep_seed = self.seed + TUNING_SEED_OFFSET + it
+            rets = _batched_returns(program, intercepts, coefs, ep_seed, env_fn)
+            r_plus, r_minus = rets[:n_dir], rets[n_dir:]
+            order = np.argsort(-np.maximum(r_plus, r_minus))[:top]
+            sigma = float(np.concatenate([r_plus[order], r_minus[order]]).std()) or 1.0
+            theta = theta + step / (top * sigma) * ((r_plus[order] - r_minus[order]) @ delta[order])
+            if it % eval_every == 0 or it == self.n_iter:
+                ret = score(theta)
+                row = {"iteration": it, "return_mean": ret, "seconds": time.perf_counter() - t0}
+                history.append(row)
+                if ret > best:
+                    best, best_theta = ret, theta.copy()
+                if progress is not None:
+                    progress(row)
         self.history_ = history
         self.best_return_ = best
         self.student_ = student.with_program(params.program_for(best_theta))

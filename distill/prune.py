@@ -9,13 +9,16 @@ leaves on the new structure.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from distill.tree import TreePolicy, fit_leaf_models
+from distill._leaves import fit_leaf_models
 from interp_rl._validation import check_float, check_int
-from interp_rl.program import TreeProgram
+from interp_rl.kinds.tree import TreeProgram
+
+if TYPE_CHECKING:
+    from distill.tree import TreePolicy
 
 __all__ = [
     "collapse_similar",
@@ -24,11 +27,16 @@ __all__ = [
     "prune_to_leaves",
 ]
 
-T = TypeVar("T", TreePolicy, TreeProgram)
+T = TypeVar("T", "TreePolicy", TreeProgram)
+
+
+def _is_estimator(model: Any) -> bool:
+    """A fitted tree estimator (``TreePolicy``) rather than a bare program."""
+    return not isinstance(model, TreeProgram)
 
 
 def _program(model: TreePolicy | TreeProgram) -> TreeProgram:
-    return model.tree_ if isinstance(model, TreePolicy) else model
+    return model.tree_ if _is_estimator(model) else model  # type: ignore[union-attr]
 
 
 def _rebuild(
@@ -129,12 +137,12 @@ def cost_complexity_path(model: TreePolicy | TreeProgram) -> tuple[np.ndarray, n
 
 
 def _finish(model: T, program: TreeProgram, X: Any, y: Any, sample_weight: Any) -> T:
-    if X is not None and y is not None and isinstance(model, TreePolicy) and model.leaf_model == "linear":
+    if X is not None and y is not None and _is_estimator(model) and model.leaf_model == "linear":
         X = np.asarray(X, dtype=np.float64)
         Y = np.asarray(y, dtype=np.float64).reshape(len(X), -1)
         w = np.ones(len(X)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
         program = fit_leaf_models(program, X, Y, w, alpha=model.leaf_alpha, max_terms=model.max_leaf_terms)
-    if isinstance(model, TreePolicy):
+    if _is_estimator(model):
         return model.with_program(program)
     return program  # type: ignore[return-value]
 
@@ -216,6 +224,6 @@ def collapse_similar(model: T, atol: float) -> T:
         if not cut:
             break
         program = _rebuild(program, cut, params)
-    if isinstance(model, TreePolicy):
+    if _is_estimator(model):
         return model.with_program(program)
     return program  # type: ignore[return-value]

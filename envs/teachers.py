@@ -18,7 +18,7 @@ import yaml
 
 from envs.registry import EnvVariant, Task, env_factory, resolve_task
 from interp_rl.errors import ObservationError, TeacherLoadError
-from interp_rl.teachers import (
+from envs.sb3 import (
     ObsNormalizer,
     SB3Teacher,
     load_sb3_model,

@@ -25,11 +25,11 @@ import yaml
 from envs.registry import EnvVariant, env_factory, get_task, make_vec_env
 from envs.teachers import TEACHER_FILE
 from interp_rl._validation import check_int
-from interp_rl.errors import InterpRLError, InvalidParameterError
+from interp_rl.errors import InterpRLError, InvalidParameterError, TrainInterrupted
 from interp_rl.interrupts import sigterm_as_interrupt
 from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.rollouts import evaluate
-from interp_rl.teachers import ALGORITHMS, ObsNormalizer, SB3Teacher, algorithm_class
+from envs.sb3 import ALGORITHMS, ObsNormalizer, SB3Teacher, algorithm_class
 
 __all__ = ["TrainConfig", "TrainInterrupted", "default_hyperparams", "train_teacher"]
 
@@ -37,10 +37,6 @@ _OFF_POLICY = {"sac", "td3", "ddpg", "tqc"}
 _ACTIVATIONS = {"relu": "ReLU", "tanh": "Tanh", "elu": "ELU", "leaky_relu": "LeakyReLU"}
 _EVAL_SEED_OFFSET = 1_000_000
 _SETTINGS = {"normalize", "n_envs", "noise_type", "noise_std", "policy"}
-
-
-class TrainInterrupted(InterpRLError):
-    """Training stopped early (Ctrl-C); a checkpoint was written."""
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from interp_rl.errors import InvalidParameterError, ObservationError
+from interp_rl.errors import ObservationError, bad_value
 
 __all__ = ["check_choice", "check_float", "check_int", "check_observations"]
 
@@ -28,9 +28,7 @@ def check_int(value: Any, name: str, owner: str, *, low: int = 1, high: int | No
     ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     if ok and value >= low and (high is None or value <= high):
         return int(value)
-    raise InvalidParameterError(
-        f"The '{name}' parameter of {owner} must be an int in [{low}, {upper}. Got {value!r} instead."
-    )
+    raise bad_value(name, owner, f"an int in [{low}, {upper}", value)
 
 
 def check_float(
@@ -63,9 +61,7 @@ def check_float(
             return v
     lo = "(" if low_open else "["
     hi = ")" if high_open or high == float("inf") else "]"
-    raise InvalidParameterError(
-        f"The '{name}' parameter of {owner} must be a float in {lo}{low}, {high}{hi}. Got {value!r} instead."
-    )
+    raise bad_value(name, owner, f"a float in {lo}{low}, {high}{hi}", value)
 
 
 def check_choice(value: Any, name: str, owner: str, choices: Sequence[str]) -> str:
@@ -83,9 +79,7 @@ def check_choice(value: Any, name: str, owner: str, choices: Sequence[str]) -> s
     if isinstance(value, str) and value in choices:
         return value
     options = ", ".join(repr(c) for c in choices)
-    raise InvalidParameterError(
-        f"The '{name}' parameter of {owner} must be one of {options}. Got {value!r} instead."
-    )
+    raise bad_value(name, owner, f"one of {options}", value)
 
 
 def check_observations(

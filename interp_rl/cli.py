@@ -36,8 +36,15 @@ envs_app = typer.Typer(
 )
 app.add_typer(envs_app, name="envs")
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+def _console(stderr: bool = False) -> Console:
+    """A console that wraps only for a terminal: piped or redirected output keeps long lines whole."""
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else 1000
+    return Console(stderr=stderr, highlight=False, width=width, soft_wrap=not stream.isatty())
+
+
+out = _console()
+err = _console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -46,19 +53,59 @@ def _fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
-def cli_errors(fn: F) -> F:
-    """Turn library errors into one-line CLI errors with a non-zero exit."""
+def _rerun_command(resume_flag: bool) -> str:
+    """The command line that continues the interrupted one (with ``--resume`` where it takes one)."""
+    import shlex
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except InterpRLError as exc:
-            _fail(str(exc), 130 if type(exc).__name__ == "TrainInterrupted" else 1)
-        except KeyboardInterrupt:
-            _fail("interrupted.", 130)
+    argv = [a for a in sys.argv[1:]]
+    if resume_flag and "--resume" not in argv:
+        argv.append("--resume")
+    return shlex.join(["interp-rl", *argv])
 
-    return wrapper  # type: ignore[return-value]
+
+def cli_errors(fn: F | None = None, *, resumable: str | None = None) -> Any:
+    """Turn library errors into one-line CLI errors with a non-zero exit.
+
+    ``resumable``: ``"flag"`` for commands that continue with ``--resume``, ``"rerun"`` for those
+    that continue when run again. Such commands treat SIGTERM like Ctrl-C; either exits with
+    status 130 and prints the command that continues the work.
+    """
+
+    def decorate(f: F) -> F:
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            from interp_rl.errors import Interrupted
+            from interp_rl.interrupts import sigterm_as_interrupt
+
+            try:
+                if resumable is None:
+                    return f(*args, **kwargs)
+                with sigterm_as_interrupt():
+                    return f(*args, **kwargs)
+            except (Interrupted, KeyboardInterrupt) as exc:
+                what = str(exc) if isinstance(exc, Interrupted) else "Interrupted."
+                hint = f" To continue: {_rerun_command(resumable == 'flag')}" if resumable else ""
+                _fail(f"{what}{hint}", 130)
+            except InterpRLError as exc:
+                _fail(str(exc), 1)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate(fn) if fn is not None else decorate
+
+
+def _version(value: bool) -> None:
+    if value:
+        from interp_rl import __version__
+
+        out.print(f"interp-rl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False) -> None:
+    """Turn black-box deep RL policies into controllers a person can read, check and ship."""
 
 
 @envs_app.callback()
@@ -112,7 +159,7 @@ def envs_show(
 
 
 @app.command()
-@cli_errors
+@cli_errors(resumable="flag")
 def train(
     algo: Annotated[str, typer.Option(help="sac, td3, ddpg, tqc, ppo, a2c, trpo or ars.")],
     env: Annotated[str, typer.Option(help="Task id, e.g. InvertedPendulum-v5.")],
@@ -160,67 +207,138 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+def _load_target(path: str) -> tuple[str, Any]:
+    """``("controller", Controller)`` for a controller file or folder, else ``("teacher", None)``."""
+    from interp_rl.program import load_controller
+
+    p = Path(path)
+    if p.suffix == ".json" or (p.is_dir() and (p / "controller.json").is_file()):
+        return "controller", load_controller(p)
+    return "teacher", None
+
+
+def _controller_env(ctrl: Any, env: str | None) -> tuple[Any, str]:
+    """The environment factory a saved controller runs in: its own task (and variant), or ``--env``."""
+    from envs import EnvVariant, env_factory, get_task
+
+    task = get_task(env).id if env else ctrl.task
+    if not task:
+        raise InterpRLError("The controller does not name its task; pass --env TASK.")
+    variant = EnvVariant(**ctrl.metadata.get("teacher", {}).get("variant", {}))
+    n_obs = len(get_task(task).observation_features(variant))
+    if n_obs != ctrl.program.obs_dim:
+        raise InterpRLError(f"The controller observes {ctrl.program.obs_dim} features, but {task} gives {n_obs}; "
+                            "is it a controller for another task?")
+    return env_factory(task, variant), task
+
+
 @app.command()
 @cli_errors
 def evaluate(
-    teacher: Annotated[str | None, typer.Argument(help="SB3 .zip, zoo run folder, or train folder.")] = None,
+    target: Annotated[str | None, typer.Argument(
+        help="A teacher (SB3 .zip, zoo run folder, train folder) or a controller (folder or controller.json).",
+    )] = None,
     env: Annotated[str | None, typer.Option(help="Task (Hopper-v5) or zoo id (Hopper-v3).")] = None,
     algo: Annotated[str | None, typer.Option(help="Algorithm (detected from the zip if omitted).")] = None,
     folder: Annotated[Path | None, typer.Option("-f", "--folder", help="RL-Zoo log folder.")] = None,
     exp_id: Annotated[int, typer.Option(help="Zoo experiment id (0: latest).")] = 0,
+    against: Annotated[str | None, typer.Option(
+        help="A teacher to run on the same episodes, side by side with the controller.")] = None,
     episodes: Annotated[int, typer.Option(help="Number of episodes.")] = 10,
     seed: Annotated[int, typer.Option(help="Seed of the first episode (episode i uses seed + i).")] = 0,
     legacy_model: Annotated[bool, typer.Option(help="Walker2d: use the pre-v5 model file.")] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the results as JSON.")] = None,
 ) -> None:
-    """Evaluate a teacher deterministically and print per-episode returns."""
-    from envs import get_task
+    """Run a teacher or a distilled controller deterministically and print per-episode returns."""
     from envs.teachers import load_teacher
     from interp_rl._validation import check_int
+    from interp_rl.rollouts import EvalResult
     from interp_rl.rollouts import evaluate as run_eval
 
     check_int(episodes, "episodes", "evaluate")
     import torch
 
     torch.set_num_threads(1)  # small batches: one thread is fastest and never oversubscribes
-    t = load_teacher(teacher, env=env, algo=algo, folder=folder, exp_id=exp_id, legacy_model=legacy_model)
-    if env is not None and get_task(env).id != t.task:  # pragma: no cover - load_teacher resolves env
-        raise InterpRLError(f"Teacher expects {t.task}, not {env}.")
-    assert t.env_fn is not None
+    kind, ctrl = _load_target(target) if target is not None else ("teacher", None)
+    runs: list[tuple[str, Any, Any]] = []  # (label, policy, env_fn)
+    task = ""
+    if kind == "controller":
+        env_fn, task = _controller_env(ctrl, env)
+        if against is not None:
+            t = load_teacher(against, env=env or ctrl.task, legacy_model=legacy_model)
+            if t.obs_dim != ctrl.program.obs_dim:
+                raise InterpRLError(f"The controller observes {ctrl.program.obs_dim} features, but the teacher "
+                                    f"{t.obs_dim}; they are for different tasks.")
+            env_fn = t.env_fn
+            runs.append((f"{t.algo.upper()} teacher", t, env_fn))
+        runs.append((f"{ctrl.kind} controller", ctrl, env_fn))
+        source = str(target)
+    else:
+        if against is not None:
+            raise InterpRLError("--against compares a controller with a teacher; give a controller folder first.")
+        t = load_teacher(target, env=env, algo=algo, folder=folder, exp_id=exp_id, legacy_model=legacy_model)
+        runs.append((f"{t.algo.upper()} teacher", t, t.env_fn))
+        task, source = t.task, t.source
     from rich.progress import Progress
 
+    results: list[tuple[str, EvalResult]] = []
     with Progress(console=err, transient=True, disable=not sys.stderr.isatty()) as bar:
-        job = bar.add_task(f"Evaluating {t.algo.upper()} on {t.task}", total=episodes)
-        result = run_eval(t, t.env_fn, episodes, seed, task=t.task,
-                          progress=lambda n: bar.advance(job, n))
-    table = Table(title=f"{t.algo.upper()} teacher on {t.task} ({t.source})")
-    for col in ("episode", "seed", "return", "length"):
-        table.add_column(col, justify="right")
-    for i, (r, n) in enumerate(zip(result.returns, result.lengths, strict=False)):
-        table.add_row(str(i), str(seed + i), f"{r:.1f}", str(n))
+        for label, policy, env_fn in runs:
+            job = bar.add_task(f"Evaluating the {label} on {task}", total=episodes)
+            results.append((label, run_eval(policy, env_fn, episodes, seed, task=task,
+                                            progress=lambda n, job=job: bar.advance(job, n))))
+    table = Table(title=f"{' and '.join(label for label, _ in results)} on {task} ({source})")
+    table.add_column("episode", justify="right")
+    table.add_column("seed", justify="right")
+    for label, _ in results:
+        table.add_column(f"{label} return", justify="right")
+        table.add_column("length", justify="right")
+    for i in range(episodes):
+        row = [str(i), str(seed + i)]
+        for _, r in results:
+            row += [f"{r.returns[i]:.1f}", str(r.lengths[i])]
+        table.add_row(*row)
     table.add_section()
-    table.add_row("mean", "", f"{result.mean_return:.1f} ± {result.std_return:.1f}",
-                  f"{result.mean_length:.0f}")
+    mean_row, worst_row = ["mean", ""], ["worst", ""]
+    for _, r in results:
+        mean_row += [f"{r.mean_return:.1f} ± {r.std_return:.1f}", f"{r.mean_length:.0f}"]
+        worst_row += [f"{min(r.returns):.1f}", ""]
+    table.add_row(*mean_row)
+    table.add_row(*worst_row)
     out.print(table)
+    if len(results) == 2:
+        t_mean, c_res = results[0][1].mean_return, results[1][1]
+        if t_mean:
+            out.print(f"The controller keeps {100 * c_res.mean_return / t_mean:.1f}% of the teacher's mean return; "
+                      f"its worst episode {100 * min(c_res.returns) / t_mean:.1f}%.")
     if json_out is not None:
         from dataclasses import replace
 
-        result = replace(result, extra={"teacher": t.source, "algo": t.algo, "variant": t.variant,
-                                        "versions": _versions()})
-        result.save(str(json_out))
+        from interp_rl.io import atomic_write_text
+
+        extra = {"source": source, "versions": _versions()}
+        if kind == "teacher":
+            extra |= {"teacher": t.source, "algo": t.algo, "variant": t.variant}
+        if len(results) == 1:
+            replace(results[0][1], extra=extra).save(str(json_out))
+        else:
+            data = {"controller": replace(results[1][1], extra=extra).to_dict(),
+                    "teacher": results[0][1].to_dict()}
+            atomic_write_text(json_out, json.dumps(data, indent=2) + "\n")
         out.print(f"Wrote {json_out}")
 
 
 distill_app = typer.Typer(
-    help="Distil a teacher into a transparent controller.",
+    help="Distil a teacher into a transparent controller, by one of the methods below.",
     rich_markup_mode=None,
     no_args_is_help=True,
+    context_settings={"max_content_width": 120},
 )
 app.add_typer(distill_app, name="distill")
 
 
 def _read_config_file(path: Path | None) -> dict[str, Any]:
-    """Settings from a TOML or YAML file (keys as in the resolved config.json)."""
+    """Settings from a TOML, YAML or JSON file (keys as in a resolved config.json's ``settings``)."""
     if path is None:
         return {}
     if not path.is_file():
@@ -238,67 +356,71 @@ def _read_config_file(path: Path | None) -> dict[str, Any]:
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         reason = " ".join(str(exc).split())  # YAML reports span several lines
         raise InterpRLError(f"Config file {str(path)!r} is not valid: {reason}") from None
-    if isinstance(data, dict) and isinstance(data.get("config"), dict):
-        data = data["config"]  # a resolved config.json from an earlier run
+    for key in ("settings", "config"):  # a resolved config.json from an earlier run (older ones: "config")
+        if isinstance(data, dict) and isinstance(data.get(key), dict):
+            data = data[key]
+            break
     if not isinstance(data, dict):
         raise InterpRLError(f"Config file {str(path)!r} must hold a table of settings.")
     return data
 
 
-@distill_app.command("tree")
-@cli_errors
-def distill_tree_cmd(
-    teacher: Annotated[str, typer.Option(help="SB3 .zip, zoo run folder, or train folder.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")],
-    env: Annotated[str | None, typer.Option(
-        help="Task (Hopper-v5) or zoo id; must match the teacher.")] = None,
-    algo: Annotated[str | None, typer.Option(help="Teacher algorithm (detected from the zip).")] = None,
-    legacy_model: Annotated[bool, typer.Option(help="Walker2d: use the pre-v5 model file.")] = False,
-    max_leaves: Annotated[int | None, typer.Option(help="Leaf limit [default: 64].")] = None,
-    max_depth: Annotated[int | None, typer.Option(help="Depth limit [default: none].")] = None,
-    leaf_model: Annotated[str | None, typer.Option(
-        help="'linear' or 'constant' leaves [default: linear].")] = None,
-    max_leaf_terms: Annotated[int | None, typer.Option(
-        help="Features per action in a linear leaf [default: all].")] = None,
-    split_on: Annotated[str | None, typer.Option(
-        help="Choose splits for 'constant' children (CART) or, with linear leaves, 'linear' children "
-             "(model tree) or the 'residual' of a global linear fit "
-             "[default: linear for linear leaves].")] = None,
-    iterations: Annotated[int | None, typer.Option(
-        help="DAgger rounds after the teacher's rollouts; 0 is behaviour cloning [default: 12].")] = None,
-    steps: Annotated[int | None, typer.Option(help="Environment steps per round [default: 10000].")] = None,
-    beta_decay: Annotated[float | None, typer.Option(
-        help="Round i follows the teacher with probability beta_decay**i [default: 0.7].")] = None,
-    weighting: Annotated[str | None, typer.Option(
-        help="'auto', 'critic' (VIPER-style, Q-function teachers) or 'none' [default: auto].")] = None,
-    tune_iterations: Annotated[int | None, typer.Option(
-        help="ARS updates of the leaves on the return after distillation [default: 0].")] = None,
-    eval_episodes: Annotated[int | None, typer.Option(
-        help="Final evaluation episodes [default: 10].")] = None,
-    seed: Annotated[int | None, typer.Option(help="Random seed [default: 0].")] = None,
-    config: Annotated[Path | None, typer.Option(
-        help="TOML/YAML file of settings; options given on the command line win.")] = None,
-    resume: Annotated[bool, typer.Option(help="Continue an interrupted distillation in --out.")] = False,
-) -> None:
-    """Distil a teacher into a small decision tree (DAgger, critic-weighted when possible)."""
-    from distill.run import TreeDistillConfig, distill_tree
+def _distill_command(method: Any) -> Callable[..., None]:
+    """The ``interp-rl distill NAME`` command of a registered method, options generated from its declaration."""
+    import inspect
+
+    from distill.methods import JOB_OPTIONS
+
+    defaults = method.defaults()
+    common = [
+        ("teacher", str, typer.Option("--teacher", help="SB3 .zip, zoo run folder, or train folder."), ...),
+        ("out_dir", Path, typer.Option("--out", help="Output folder."), ...),
+        ("env", str | None, typer.Option("--env", help="Task (Hopper-v5) or zoo id; must match the teacher."),
+         None),
+        ("algo", str | None, typer.Option("--algo", help="Teacher algorithm (detected from the zip)."), None),
+        ("legacy_model", bool, typer.Option("--legacy-model", help="Walker2d: use the pre-v5 model file."), False),
+        ("config", Path | None, typer.Option(
+            "--config", help="TOML/YAML/JSON file of settings; options given on the command line win."), None),
+        ("resume", bool, typer.Option("--resume", help="Continue an interrupted distillation in --out."), False),
+    ]
+    settings_opts = [(o.name, o.type, o.help) for o in method.options] + [
+        (j.name, int, j.help) for j in JOB_OPTIONS]
+    params = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                annotation=Annotated[typ, opt]) for name, typ, opt, default in common]
+    for name, typ, text in settings_opts:
+        flag = "--" + name.replace("_", "-")
+        shown = defaults[name] if defaults[name] is not None else "none"
+        params.append(inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, default=None,
+            annotation=Annotated[typ | None, typer.Option(flag, help=f"{text} [default: {shown}]")]))
+    names = [name for name, *_ in settings_opts]
+
+    def command(**kwargs: Any) -> None:
+        given = {k: kwargs.pop(k) for k in names}
+        _distill(method, given, **kwargs)
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__name__ = f"distill_{method.name}"
+    command.__doc__ = method.description[0].upper() + method.description[1:] + "."
+    return command
+
+
+def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path, env: str | None,
+             algo: str | None, legacy_model: bool, config: Path | None, resume: bool) -> None:
+    from distill.job import run_job
     from envs import get_task, task_signals
     from envs.teachers import load_teacher
+    from interp_rl.compare import FIDELITY_NOTE
 
-    settings = _read_config_file(config)
-    given = {"max_leaves": max_leaves, "max_depth": max_depth, "leaf_model": leaf_model,
-             "max_leaf_terms": max_leaf_terms, "split_on": split_on, "iterations": iterations, "steps": steps,
-             "beta_decay": beta_decay, "weighting": weighting, "tune_iterations": tune_iterations,
-             "eval_episodes": eval_episodes, "seed": seed}
-    settings.update({k: v for k, v in given.items() if v is not None})
-    cfg = TreeDistillConfig.from_dict(settings).validate()  # resolved: split_on 'auto' is decided
+    owner = f"interp-rl distill {method.name}"
+    settings = {**_read_config_file(config), **{k: v for k, v in given.items() if v is not None}}
+    resolved = method.resolve(settings, owner=owner, spell=lambda n: "--" + n.replace("_", "-"), what="option")
     import torch
 
     torch.set_num_threads(1)
     t = load_teacher(teacher, env=env, algo=algo, legacy_model=legacy_model)
     if env is not None and get_task(env).id != t.task:
         raise InterpRLError(f"The teacher is for {t.task}, not {get_task(env).id}.")
-    assert t.env_fn is not None
     features, actions = task_signals(t.task, t.variant)
     provenance = {"source": t.source, "algo": t.algo, "task": t.task, "variant": t.variant}
 
@@ -307,7 +429,7 @@ def distill_tree_cmd(
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), TimeRemainingColumn(), console=err,
                   disable=not sys.stderr.isatty()) as bar:
-        job = bar.add_task(f"Distilling {t.algo.upper()} on {t.task}", total=cfg.iterations + 1)
+        job = bar.add_task(f"Distilling {t.algo.upper()} on {t.task}", total=resolved["iterations"] + 1)
 
         def on_round(row: dict[str, Any]) -> None:
             if "round" in row:
@@ -319,26 +441,45 @@ def distill_tree_cmd(
                 bar.update(job, description=f"Tuning leaves: update {row['iteration']}, "
                                             f"return {row['return_mean']:.0f}")
 
-        metrics = distill_tree(t, t.env_fn, cfg, out_dir, features=features, actions=actions, task=t.task,
-                               provenance=provenance, resume=resume, progress=on_round)
-    table = Table(title=f"Tree distilled from {t.algo.upper()} on {t.task}")
+        metrics = run_job(method, t, resolved, out_dir, features=features, actions=actions,
+                          provenance=provenance, resume=resume, progress=on_round)
+    kind = metrics["kind"]
+    table = Table(title=f"{kind.capitalize()} controller distilled from {t.algo.upper()} on {t.task} "
+                        f"({metrics['episodes']} evaluation episodes)")
     table.add_column("metric")
     table.add_column("value", justify="right")
+    size = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in metrics["size"].items())
     rows = [
         ("teacher return", f"{metrics['teacher_return']:.1f} ± {metrics['teacher_return_std']:.1f}"),
-        ("tree return", f"{metrics['student_return']:.1f} ± {metrics['student_return_std']:.1f}"),
-        ("% of teacher", f"{metrics['percent_of_teacher']:.1f}"),
+        (f"{kind} return", f"{metrics['student_return']:.1f} ± {metrics['student_return_std']:.1f}"),
+        ("% of teacher (mean)", f"{metrics['percent_of_teacher']:.1f}"),
+        ("% of teacher (worst episode)", f"{metrics['worst_percent_of_teacher']:.1f}"),
         ("fidelity R² (teacher states)", f"{metrics['fidelity_teacher_states']['r2']:.3f}"),
-        ("fidelity R² (tree states)", f"{metrics['fidelity_student_states']['r2']:.3f}"),
-        ("leaves / depth", f"{metrics['leaves']} / {metrics['depth']}"),
-        ("linear terms", str(metrics["linear_terms"])),
+        (f"fidelity R² ({kind} states)", f"{metrics['fidelity_student_states']['r2']:.3f}"),
+        ("size", size),
         ("distillation seconds", f"{metrics['distill_seconds']:.0f}"),
     ]
     for name, value in rows:
         table.add_row(name, value)
     out.print(table)
-    out.print(f"Wrote controller.json, controller.py, controller.c, rules.txt, tree.svg and metrics.json "
-              f"to {out_dir}.")
+    out.print(FIDELITY_NOTE, markup=False)
+    written = ["controller.json", "controller.py", "controller.c", "rules.txt", f"{kind}.dot"]
+    if metrics.get("picture", "").endswith(".svg"):
+        written.append(metrics["picture"])
+    out.print(f"Wrote {', '.join(written)}, metrics.json and config.json to {out_dir}.", markup=False)
+    if "picture_error" in metrics:
+        out.print(f"No picture rendered: {metrics['picture_error']}", markup=False)
+
+
+def _register_distill_commands() -> None:
+    from distill.methods import METHODS
+
+    for name, method in sorted(METHODS.items()):
+        fn = cli_errors(_distill_command(method), resumable="flag")
+        distill_app.command(name, help=f"{method.description[0].upper()}{method.description[1:]}.")(fn)
+
+
+_register_distill_commands()
 
 
 @app.command()
@@ -346,62 +487,51 @@ def distill_tree_cmd(
 def viz(
     controller: Annotated[Path, typer.Argument(help="controller.json, or the folder holding it.")],
     out_file: Annotated[Path | None, typer.Option(
-        "--out", help="Picture to write (.svg, .png, .pdf) [default: tree.svg beside the controller].",
+        "--out", help="Picture to write (.svg, .png, .pdf, or .dot for the Graphviz source) "
+                      "[default: KIND.svg beside the controller].",
     )] = None,
     max_depth: Annotated[int | None, typer.Option(help="Draw only the top levels of a big tree.")] = None,
     obs: Annotated[str | None, typer.Option(
-        help="Highlight the path of one observation: comma-separated raw values.")] = None,
+        help="Explain one observation (and mark it on the picture): comma-separated raw values.")] = None,
     episode_seed: Annotated[int | None, typer.Option(
-        help="Run the controller for one episode with this seed and show leaf-visit counts.")] = None,
-    text: Annotated[bool, typer.Option(help="Also print the rules as text.")] = False,
+        help="Run the controller for one episode with this seed and show what it visited.")] = None,
+    text: Annotated[bool, typer.Option(help="Also print the rules or equations as text.")] = False,
 ) -> None:
-    """Draw a saved controller: rules, picture, the path of one state, leaf visits over an episode."""
+    """Draw a saved controller: its rules or equations, one decision explained, what an episode visits."""
     import numpy as np
 
     from interp_rl.program import load_controller
-    from interp_rl.viz import decision_path_text, export_text, leaf_visit_counts, render, to_dot
+    from interp_rl.viz import decision_path_text, export_text, render, to_dot
 
     ctrl = load_controller(controller)
-    path = None
+    x = None
     if obs is not None:
         try:
-            x = np.array([float(v) for v in obs.replace(" ", "").split(",") if v != ""])
+            values = np.array([float(v) for v in obs.replace(" ", "").split(",") if v != ""])
         except ValueError:
             raise InterpRLError(f"--obs must be comma-separated numbers. Got {obs!r} instead.") from None
-        x, _ = _checked_obs(ctrl, x)
-        path = ctrl.program.decision_path(x)
+        x = ctrl.check_obs(values)[0][0]
         out.print(decision_path_text(ctrl, x), markup=False)
-    visits = None
+    visited = None
     if episode_seed is not None:
-        from envs import EnvVariant, env_factory
-        from interp_rl.rollouts import collect
+        from interp_rl.rollouts import run_episodes
 
-        if not ctrl.task:
-            raise InterpRLError("The controller does not name its task, so no episode can be run.")
-        variant = EnvVariant(**ctrl.metadata.get("teacher", {}).get("variant", {}))
-        env_fn = env_factory(ctrl.task, variant)
-        env = env_fn(episode_seed)
-        horizon = int(getattr(env.spec, "max_episode_steps", None) or 1000)
-        env.close()
-        roll = collect(ctrl, env_fn, horizon, episode_seed, task=ctrl.task)
-        first_episode = np.flatnonzero(roll.episode_starts)
-        end = first_episode[1] if len(first_episode) > 1 else len(roll.observations)
-        visits = leaf_visit_counts(ctrl, roll.observations[:end])
-        out.print(f"Episode seed {episode_seed}: {end} steps, return {roll.rewards[:end].sum():.1f}; "
-                  f"{int(np.count_nonzero(visits))} of {ctrl.program.n_leaves} leaves visited.")
+        env_fn, task = _controller_env(ctrl, None)
+        ran = run_episodes(ctrl, env_fn, [episode_seed], n_envs=1, record=True, task=task)
+        assert ran.rollout is not None
+        visited = ran.rollout.observations
+        line = f"Episode seed {episode_seed}: {ran.lengths[0]} steps, return {ran.returns[0]:.1f}"
+        tree = getattr(ctrl.program, "n_leaves", None)
+        if tree is not None:
+            used = len(np.unique(ctrl.program.apply(visited)))
+            line += f"; {used} of {tree} leaves visited"
+        out.print(line + ".", markup=False)
     if text:
         out.print(export_text(ctrl, max_depth=max_depth), markup=False)
     base = controller if controller.is_dir() else controller.parent
-    target = out_file or base / "tree.svg"
-    render(to_dot(ctrl, max_depth=max_depth, highlight_path=path, leaf_visits=visits), target)
+    target = out_file or base / f"{ctrl.kind}.svg"
+    render(to_dot(ctrl, max_depth=max_depth, obs=x, states=visited), target)
     out.print(f"Wrote {target}")
-
-
-def _checked_obs(ctrl: Any, x: Any) -> Any:
-    from interp_rl._validation import check_observations
-
-    return check_observations(x, ctrl.program.obs_dim, owner=f"the {ctrl.kind} controller",
-                              task=ctrl.task or None, feature_names=ctrl.feature_names)
 
 
 @app.command()
@@ -411,26 +541,19 @@ def export(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder to write to.")],
     fmt: Annotated[list[str] | None, typer.Option(
         "--format", help="python, c or json; repeatable [default: all three].")] = None,
+    force: Annotated[bool, typer.Option(help="Overwrite files that interp-rl did not write.")] = False,
 ) -> None:
     """Export a saved controller as a standalone Python module, a C file and versioned JSON."""
-    from interp_rl.export import to_c, to_python
-    from interp_rl.io import atomic_write_text
+    from interp_rl.errors import bad_value
+    from interp_rl.export import EXPORT_FILES, write_exports
     from interp_rl.program import load_controller
 
     ctrl = load_controller(controller)
     formats = fmt or ["python", "c", "json"]
     for f in formats:
-        if f not in ("python", "c", "json"):
-            raise InterpRLError(f"Unknown export format {f!r}; use python, c or json.")
-    written = []
-    for f in formats:
-        if f == "python":
-            written.append(atomic_write_text(out_dir / "controller.py", to_python(ctrl)))
-        elif f == "c":
-            written.append(atomic_write_text(out_dir / "controller.c", to_c(ctrl)))
-        else:
-            written.append(ctrl.save(out_dir / "controller.json"))
-    for p in written:
+        if f not in EXPORT_FILES:
+            raise bad_value("--format", "interp-rl export", "python, c or json", f, what="option")
+    for p in write_exports(ctrl, out_dir, formats, force=force).values():
         out.print(f"Wrote {p}")
 
 
@@ -449,7 +572,7 @@ def _csv(value: str | None, what: str, cast: Callable[[str], Any] = str) -> list
 
 
 @app.command()
-@cli_errors
+@cli_errors(resumable="rerun")
 def bench(
     suite: Annotated[str, typer.Option(
         help="A shipped suite (quick, mujoco, demo) or a suite file (.toml/.yaml) to copy and edit.",
@@ -508,7 +631,7 @@ def report(
 
 
 @app.command()
-@cli_errors
+@cli_errors(resumable="rerun")
 def demo(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for everything the demo makes.")] = Path(
         "interp-rl-demo"),

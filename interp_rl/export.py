@@ -1,15 +1,13 @@
 """Ship a controller: standalone Python and C source that reproduce its actions bit for bit.
 
 :func:`to_python` and :func:`to_c` turn a :class:`~interp_rl.program.Controller` into source
-code with no dependency on interp-rl (Python: standard library only; C: C99, no libm). Both
-follow the arithmetic contract of :mod:`interp_rl.program` literally:
-
-* a split goes left when ``obs[j] <= threshold``;
-* a leaf computes ``y = intercept + c1 * obs[j1] + c2 * obs[j2] + ...`` left to right, over its
-  non-zero terms in ascending feature order (a negative coefficient is written as
-  ``- |c| * obs[j]``, which IEEE 754 defines to be the same operation);
-* then ``y = min(max(y, low), high)`` with Python's ``min``/``max`` (C uses the same
-  comparisons), skipping infinite bounds.
+code with no dependency on interp-rl (Python: standard library only; C: C99, no libm), for
+every program kind. The frame is shared: a header naming the task, every feature with its unit
+and every action with its bounds; the input checks; then the kind's own statements
+(``program.python_body`` / ``program.c_body``, which follow its arithmetic contract literally,
+e.g. a tree's splits and affine leaves ``y = intercept + c1 * obs[j1] + ...`` left to right);
+then ``y = min(max(y, low), high)`` with Python's ``min``/``max`` (C uses the same comparisons),
+skipping infinite bounds.
 
 Every number is printed with ``repr(float)``, the shortest decimal that reads back as the same
 double, in both languages. The C file turns off floating-point contraction (a fused multiply-add
@@ -28,6 +26,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import itertools
+import json
 import math
 import os
 import shlex
@@ -41,12 +40,14 @@ from typing import Any, cast
 import numpy as np
 
 from interp_rl._validation import check_int
-from interp_rl.errors import InterpRLError
+from interp_rl.errors import ExportError, InterpRLError
 from interp_rl.io import atomic_write_text
-from interp_rl.program import FORMAT, FORMAT_VERSION, Controller, Signal, TreeProgram
+from interp_rl._codegen import WIDTH, comment, lit
+from interp_rl.program import FORMAT, FORMAT_VERSION, Controller, Program, Signal
 
 __all__ = [
     "C_FLAGS",
+    "EXPORT_FILES",
     "ExportError",
     "compile_c",
     "find_compiler",
@@ -61,35 +62,12 @@ __all__ = [
 #: Flags :func:`compile_c` passes to the C compiler (before the output flags).
 C_FLAGS = ("-O2", "-std=c99", "-ffp-contract=off")
 
-#: Deepest tree :func:`to_python` can write: CPython allows 100 levels of indentation and a
-#: leaf at depth ``d`` sits at level ``d + 1`` inside ``act``.
-MAX_PYTHON_DEPTH = 98
-
-_WIDTH = 100  # wrap generated lines longer than this (one term per line)
 _module_counter = itertools.count()
 
 
-class ExportError(InterpRLError, RuntimeError):
-    """A controller cannot be exported, compiled or loaded back."""
-
-
 # ------------------------------------------------------------------------------ helpers
-def _lit(value: float) -> str:
-    """Exact literal of a finite double, valid in Python and C (``repr`` always has ``.`` or ``e``)."""
-    text = repr(float(value))
-    if not math.isfinite(float(value)):  # pragma: no cover - guarded by _check_exportable
-        raise ExportError(f"Cannot write the non-finite number {text} as a literal.")
-    return text
-
-
-def _comment(text: str) -> str:
-    """``text`` made safe for a one-line comment in Python or C."""
-    safe = "".join(ch if ch.isprintable() else "?" for ch in text)
-    return safe.replace("*/", "* /")
-
-
 def _label(signal: Signal) -> str:
-    return _comment(signal.label)
+    return comment(signal.label)
 
 
 def _bounds_text(low: float, high: float) -> str:
@@ -98,61 +76,12 @@ def _bounds_text(low: float, high: float) -> str:
     return f"clipped to [{float(low)!r}, {float(high)!r}]"
 
 
-def _check_exportable(controller: Controller) -> TreeProgram:
+def _check_exportable(controller: Controller) -> Program:
     prog = controller.program
-    if not isinstance(prog, TreeProgram):
-        raise ExportError(f"Cannot export a program of kind {controller.kind!r}; only trees are supported.")
     for name in ("action_low", "action_high"):
         if np.any(np.isnan(getattr(prog, name))):
             raise ExportError(f"The controller's {name} holds NaN; action bounds must be numbers or +-inf.")
     return prog
-
-
-def _tree_events(prog: TreeProgram) -> list[tuple[str, int, int]]:
-    """``(kind, node, depth)`` in source order; kind is ``if``, ``else``, ``end`` or ``leaf``.
-
-    Iterative, so a deep tree does not hit Python's recursion limit.
-    """
-    events: list[tuple[str, int, int]] = []
-    stack: list[tuple[str, int, int]] = [("visit", 0, 0)]
-    while stack:
-        kind, node, depth = stack.pop()
-        if kind != "visit":
-            events.append((kind, node, depth))
-        elif prog.left[node] < 0:
-            events.append(("leaf", node, depth))
-        else:
-            events.append(("if", node, depth))
-            stack.extend([
-                ("end", node, depth),
-                ("visit", int(prog.right[node]), depth + 1),
-                ("else", node, depth),
-                ("visit", int(prog.left[node]), depth + 1),
-            ])
-    return events
-
-
-def _affine_parts(prog: TreeProgram, node: int, out: int) -> list[str]:
-    """``["0.25", "+ 2.0 * obs[1]", "- 3.0 * obs[4]"]``: the leaf output, in evaluation order."""
-    parts = [_lit(prog.intercept[node, out])]
-    for j, c in prog.leaf_terms(node, out):
-        sign = "-" if math.copysign(1.0, c) < 0 else "+"
-        parts.append(f"{sign} {_lit(abs(c))} * obs[{j}]")
-    return parts
-
-
-def _assignment(indent: str, target: str, parts: list[str], end: str, *, python: bool) -> list[str]:
-    """``target = parts...`` on one line, or one term per line when too long (order unchanged)."""
-    line = f"{indent}{target} = {' '.join(parts)}{end}"
-    if len(line) <= _WIDTH or len(parts) == 1:
-        return [line]
-    if python:  # parentheses keep the continuation; a + b + c still groups as (a + b) + c
-        head = f"{indent}{target} = ("
-        pad = " " * len(head)
-        return [head + parts[0]] + [pad + p for p in parts[1:-1]] + [pad + parts[-1] + ")" + end]
-    head = f"{indent}{target} = "
-    pad = " " * len(head)
-    return [head + parts[0]] + [pad + p for p in parts[1:-1]] + [pad + parts[-1] + end]
 
 
 # ------------------------------------------------------------------------------ Python
@@ -167,24 +96,25 @@ def to_python(controller: Controller) -> str:
     Parameters
     ----------
     controller : Controller
-        A tree controller.
+        Any controller.
 
     Returns
     -------
     str
         The module source: a header naming the task, every feature with its unit, every action
-        with its bounds and the controller format version, then nested ``if``/``else`` blocks
-        following the tree, each split commented with its feature.
+        with its bounds and the controller format version, then the program kind's statements
+        (for a tree, nested ``if``/``else`` blocks, each split commented with its feature).
 
     Raises
     ------
     ExportError
-        If the tree is deeper than :data:`MAX_PYTHON_DEPTH` (CPython's indentation limit; export
-        to C instead) or the action bounds hold NaN.
+        If the action bounds hold NaN, or the program cannot be written in Python (a tree deeper
+        than CPython's 100 levels of indentation: export it to C instead).
 
     Examples
     --------
-    >>> from interp_rl.program import Controller, Signal, TreeProgram
+    >>> from interp_rl.kinds.tree import TreeProgram
+    >>> from interp_rl.program import Controller, Signal
     >>> prog = TreeProgram.from_leaves(
     ...     feature=[0, -1, -1], threshold=[0.5, 0.0, 0.0], left=[1, -1, -1], right=[2, -1, -1],
     ...     intercept=[[0.0], [-1.0], [0.25]], coef={2: {(0, 1): 2.0}}, obs_dim=2)
@@ -193,10 +123,10 @@ def to_python(controller: Controller) -> str:
     >>> src = to_python(ctrl)
     >>> print(src[src.index("    if obs"):], end="")
         if obs[0] <= 0.5:  # angle [rad]
-            # leaf 1
+            # leaf 1 of 2
             y0 = -1.0
         else:
-            # leaf 2
+            # leaf 2 of 2
             y0 = 0.25 + 2.0 * obs[1]
         return [y0]
     >>> namespace: dict = {}
@@ -205,22 +135,18 @@ def to_python(controller: Controller) -> str:
     ([6.25], [6.25])
     """
     prog = _check_exportable(controller)
-    if prog.depth > MAX_PYTHON_DEPTH:
-        raise ExportError(
-            f"The tree has depth {prog.depth}, deeper than the {MAX_PYTHON_DEPTH} levels of nested blocks "
-            "Python allows; export it to C (to_c) or prune it."
-        )
     obs_dim, act_dim = prog.obs_dim, prog.act_dim
     lines = [
         '"""Standalone controller exported by interp-rl: ``act(obs)`` maps one raw observation to actions.',
         "",
-        "Standard library only. The arithmetic follows the interp-rl controller contract, so ``act``",
-        "returns the same floats, bit for bit, as ``Controller.predict``: at a leaf",
-        "``y = intercept + c1 * obs[j1] + ...`` is evaluated left to right in ascending feature order,",
-        "then clipped as ``min(max(y, low), high)``; a split goes left when ``obs[j] <= threshold``.",
+        "Standard library only. The arithmetic follows the interp-rl controller contract of its",
+        f"program kind ({comment(prog.kind)}), so ``act`` returns the same floats, bit for bit, as",
+        "``Controller.predict``: sums ``y = c0 + c1 * obs[j1] + ...`` are evaluated left to right in",
+        "ascending feature order, then clipped as ``min(max(y, low), high)``.",
         '"""',
         "",
-        f"# task: {_comment(controller.task) or '(none)'}",
+        f"# task: {comment(controller.task) or '(none)'}",
+        f"# program kind: {comment(prog.kind)}",
         f"# format: {FORMAT} version {FORMAT_VERSION}",
         f"# observations (OBS_DIM = {obs_dim}):",
         *(f"#   obs[{i}] = {_label(s)}" for i, s in enumerate(controller.features)),
@@ -249,24 +175,10 @@ def to_python(controller: Controller) -> str:
         '        raise ValueError(f"obs[{bad}] ({FEATURES[bad]}) is {obs[bad]}; '
         'observations must be finite.")',
     ]
-    for kind, node, depth in _tree_events(prog):
-        ind = "    " * (depth + 1)
-        if kind == "if":
-            f = int(prog.feature[node])
-            lines.append(
-                f"{ind}if obs[{f}] <= {_lit(prog.threshold[node])}:  # {_label(controller.features[f])}"
-            )
-        elif kind == "else":
-            lines.append(f"{ind}else:")
-        elif kind == "leaf":
-            lines.append(f"{ind}# leaf {node}")
-            for out in range(act_dim):
-                lines += _assignment(ind, f"y{out}", _affine_parts(prog, node, out), "", python=True)
-            if act_dim == 0:
-                lines.append(f"{ind}pass")
+    lines += ["    " + line for line in prog.python_body(controller)]
     clipped = [_python_clip(f"y{i}", prog.action_low[i], prog.action_high[i]) for i in range(act_dim)]
     ret = f"    return [{', '.join(clipped)}]"
-    if len(ret) <= _WIDTH:
+    if len(ret) <= WIDTH:
         lines.append(ret)
     else:
         lines += ["    return [", *(f"        {c}," for c in clipped), "    ]"]
@@ -276,7 +188,7 @@ def to_python(controller: Controller) -> str:
 def _python_tuple(name: str, items: list[str]) -> list[str]:
     inner = ", ".join(repr(s) for s in items) + ("," if len(items) == 1 else "")
     line = f"{name} = ({inner})"
-    if len(line) <= _WIDTH:
+    if len(line) <= WIDTH:
         return [line]
     return [f"{name} = (", *(f"    {s!r}," for s in items), ")"]
 
@@ -284,9 +196,9 @@ def _python_tuple(name: str, items: list[str]) -> list[str]:
 def _python_clip(var: str, low: float, high: float) -> str:
     expr = var
     if not math.isinf(low):
-        expr = f"max({expr}, {_lit(low)})"
+        expr = f"max({expr}, {lit(low)})"
     if not math.isinf(high):
-        expr = f"min({expr}, {_lit(high)})"
+        expr = f"min({expr}, {lit(high)})"
     return expr
 
 
@@ -304,7 +216,7 @@ def to_c(controller: Controller) -> str:
     Parameters
     ----------
     controller : Controller
-        A tree controller.
+        Any controller.
 
     Returns
     -------
@@ -319,7 +231,8 @@ def to_c(controller: Controller) -> str:
 
     Examples
     --------
-    >>> from interp_rl.program import Controller, Signal, TreeProgram
+    >>> from interp_rl.kinds.tree import TreeProgram
+    >>> from interp_rl.program import Controller, Signal
     >>> prog = TreeProgram.from_leaves(
     ...     feature=[0, -1, -1], threshold=[0.5, 0.0, 0.0], left=[1, -1, -1], right=[2, -1, -1],
     ...     intercept=[[0.0], [-1.0], [0.25]], coef={2: {(0, 1): -2.0}}, obs_dim=2,
@@ -334,10 +247,10 @@ def to_c(controller: Controller) -> str:
     <BLANKLINE>
         (void)obs;
         if (obs[0] <= 0.5) {  /* angle [rad] */
-            /* leaf 1 */
+            /* leaf 1 of 2 */
             y0 = -1.0;
         } else {
-            /* leaf 2 */
+            /* leaf 2 of 2 */
             y0 = 0.25 - 2.0 * obs[1];
         }
         /* clip: y = min(max(y, low), high) */
@@ -352,7 +265,8 @@ def to_c(controller: Controller) -> str:
     lines = [
         "/* Standalone controller exported by interp-rl.",
         " *",
-        f" * task: {_comment(controller.task) or '(none)'}",
+        f" * task: {comment(controller.task) or '(none)'}",
+        f" * program kind: {comment(prog.kind)}",
         f" * format: {FORMAT} version {FORMAT_VERSION}",
         " *",
         " * act() returns the same doubles, bit for bit, as Controller.predict in interp-rl, provided",
@@ -409,20 +323,7 @@ def to_c(controller: Controller) -> str:
     lines.append("    (void)obs;")
     if act_dim == 0:
         lines.append("    (void)action;")
-    for kind, node, depth in _tree_events(prog):
-        ind = "    " * (depth + 1)
-        if kind == "if":
-            f = int(prog.feature[node])
-            label = _label(controller.features[f])
-            lines.append(f"{ind}if (obs[{f}] <= {_lit(prog.threshold[node])}) {{  /* {label} */")
-        elif kind == "else":
-            lines.append(f"{ind}}} else {{")
-        elif kind == "end":
-            lines.append(f"{ind}}}")
-        else:
-            lines.append(f"{ind}/* leaf {node} */")
-            for out in range(act_dim):
-                lines += _assignment(ind, f"y{out}", _affine_parts(prog, node, out), ";", python=False)
+    lines += ["    " + line if line else "" for line in prog.c_body(controller)]
     if act_dim:
         lines.append("    /* clip: y = min(max(y, low), high) */")
     for i in range(act_dim):
@@ -430,9 +331,9 @@ def to_c(controller: Controller) -> str:
         # Python's max(y, low) is low only when low > y, min(y, high) is high only when high < y;
         # the same comparisons keep NaN and signed zeros exactly as in the Python export.
         if not math.isinf(low):
-            lines.append(f"    if (y{i} < {_lit(low)}) y{i} = {_lit(low)};")
+            lines.append(f"    if (y{i} < {lit(low)}) y{i} = {lit(low)};")
         if not math.isinf(high):
-            lines.append(f"    if (y{i} > {_lit(high)}) y{i} = {_lit(high)};")
+            lines.append(f"    if (y{i} > {lit(high)}) y{i} = {lit(high)};")
     lines += [f"    action[{i}] = y{i};" for i in range(act_dim)]
     lines += [
         "}",
@@ -469,28 +370,56 @@ def to_c(controller: Controller) -> str:
 
 
 # ------------------------------------------------------------------------------ files
-def write_exports(controller: Controller, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
+#: Export formats and the file each is written to.
+EXPORT_FILES = {"json": "controller.json", "python": "controller.py", "c": "controller.c"}
+_MARKERS = {"json": f'"format": "{FORMAT}"', "python": '"""Standalone controller exported by interp-rl',
+            "c": "/* Standalone controller exported by interp-rl"}
+
+
+def _written_by_us(path: Path, fmt: str) -> bool:
+    """Whether ``path`` is an interp-rl export (so overwriting it loses nothing of the user's)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            head = fh.read(4096)
+    except (OSError, UnicodeDecodeError):
+        return False
+    return _MARKERS[fmt] in head
+
+
+def write_exports(
+    controller: Controller,
+    out_dir: str | os.PathLike[str],
+    formats: Sequence[str] = ("json", "python", "c"),
+    *,
+    force: bool = False,
+) -> dict[str, Path]:
     """Write ``controller.json``, ``controller.py`` and ``controller.c`` into ``out_dir``, atomically.
 
-    All three sources are generated before anything is written, so an export error leaves
-    ``out_dir`` as it was.
+    Every source is generated and every target checked before anything is written, so an error
+    leaves ``out_dir`` as it was. An existing file is replaced only if interp-rl wrote it (an
+    earlier export), unless ``force``.
 
     Parameters
     ----------
     controller : Controller
         The controller to export.
     out_dir : path
-        Folder to write into (created if missing).
+        Folder to write into (created if missing; an existing file is an error).
+    formats : sequence of {"json", "python", "c"}
+        Which exports to write.
+    force : bool, default False
+        Overwrite files that interp-rl did not write.
 
     Returns
     -------
     dict of str to Path
-        ``{"json": ..., "python": ..., "c": ...}``.
+        ``{"json": ..., "python": ..., "c": ...}`` for the formats written.
 
     Examples
     --------
     >>> import tempfile
-    >>> from interp_rl.program import Controller, TreeProgram, load_controller
+    >>> from interp_rl.kinds.tree import TreeProgram
+    >>> from interp_rl.program import Controller, load_controller
     >>> prog = TreeProgram.from_leaves(feature=[-1], threshold=[0.0], left=[-1], right=[-1],
     ...                                intercept=[[0.5]], obs_dim=1)
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -498,14 +427,24 @@ def write_exports(controller: Controller, out_dir: str | os.PathLike[str]) -> di
     ...     sorted(p.name for p in paths.values()), load_controller(paths["json"]).predict([0.0])
     (['controller.c', 'controller.json', 'controller.py'], array([0.5]))
     """
+    from interp_rl.errors import bad_value
+
+    for f in formats:
+        if f not in EXPORT_FILES:
+            raise bad_value("format", "export", "one of " + ", ".join(map(repr, EXPORT_FILES)), f)
     out = Path(out_dir)
-    py_src, c_src = to_python(controller), to_c(controller)
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"{str(out)!r} is a file; give a folder to export into.")
+    text = {"json": lambda: json.dumps(controller.to_dict(), indent=1) + "\n",
+            "python": lambda: to_python(controller), "c": lambda: to_c(controller)}
+    sources = {f: text[f]() for f in formats}
+    for f in sources:
+        target = out / EXPORT_FILES[f]
+        if target.exists() and not force and not _written_by_us(target, f):
+            raise ExportError(f"{str(target)!r} exists and was not written by interp-rl; choose another folder "
+                              "or pass --force (force=True) to overwrite it.")
     out.mkdir(parents=True, exist_ok=True)
-    return {
-        "json": controller.save(out / "controller.json"),
-        "python": atomic_write_text(out / "controller.py", py_src),
-        "c": atomic_write_text(out / "controller.c", c_src),
-    }
+    return {f: atomic_write_text(out / EXPORT_FILES[f], src) for f, src in sources.items()}
 
 
 def load_python_controller(path: str | os.PathLike[str]) -> Callable[[list[float]], list[float]]:

@@ -1,4 +1,8 @@
-"""Deterministic evaluation and data collection on batches of environments.
+"""The rollout engine: every episode interp-rl runs goes through :func:`run_episodes`.
+
+Evaluation (:func:`evaluate`), data collection (:func:`collect`), DAgger's mixed rollouts
+(the :func:`mixture` hook), leaf tuning's batches of parameter sets (an :class:`Actor` keyed
+on the episode index) and the CLI's one-episode pictures all call it.
 
 These functions take an *environment factory* ``env_fn(seed) -> gymnasium.Env``
 so the core never depends on a task registry; :mod:`envs` supplies factories
@@ -8,20 +12,34 @@ wrappers ``envs.evaluate(policy, "Hopper-v5", ...)`` / ``envs.collect(...)``.
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sized
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
 
 from interp_rl._validation import check_int
-from interp_rl.errors import ObservationError
+from interp_rl.errors import ObservationError, bad_value
 from interp_rl.io import atomic_write_text
 from interp_rl.policy import Policy
 
-__all__ = ["EnvFn", "EvalResult", "Rollout", "collect", "evaluate"]
+__all__ = [
+    "Actor",
+    "EnvFn",
+    "Episodes",
+    "EvalResult",
+    "Rollout",
+    "as_actor",
+    "collect",
+    "episode_horizon",
+    "evaluate",
+    "labelled",
+    "mixture",
+    "run_episodes",
+]
 
 EnvFn = Callable[[int], gym.Env]
 
@@ -77,22 +95,235 @@ class Rollout:
     """Reward received after each action, shape ``(n,)``."""
     episode_starts: np.ndarray
     """True where a new episode begins, shape ``(n,)``."""
+    episodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Start index of the episode each step belongs to, shape ``(n,)``."""
 
 
-def _policy_actions(policy: Policy, obs: np.ndarray, task: str) -> np.ndarray:
+@dataclass(frozen=True)
+class Episodes:
+    """What :func:`run_episodes` ran: per-episode results and, when recorded, every step."""
+
+    returns: list[float]
+    """Undiscounted return of each started episode, in start order (partial if unfinished)."""
+    lengths: list[int]
+    """Steps of each started episode."""
+    seeds: list[int]
+    """Reset seed of each started episode."""
+    finished: list[bool]
+    """Whether each episode ended (terminated or truncated) rather than being cut by ``steps``."""
+    rollout: Rollout | None = None
+    """The recorded steps (``record=True``), in the order they were taken."""
+
+
+class Actor(Protocol):
+    """The rollout engine's hook: actions for a batch of observations.
+
+    ``episodes[i]`` is the start index of the episode row ``i`` belongs to (what a batch of
+    parameter sets, one per episode, keys on). Return the actions to execute, or
+    ``(actions, labels)`` to record ``labels`` (a teacher's actions) in their place.
+    """
+
+    def __call__(self, obs: np.ndarray, episodes: np.ndarray) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        ...
+
+
+def as_actor(policy: Policy | Actor) -> Actor:
+    """A :class:`Policy` (anything with ``predict``) as an :class:`Actor`; an actor as it is."""
+    if hasattr(policy, "predict"):
+        return lambda obs, episodes: np.asarray(policy.predict(obs), dtype=np.float64)  # type: ignore[union-attr]
+    return policy  # type: ignore[return-value]
+
+
+def mixture(teacher: Policy, student: Policy | None, beta: float, rng: np.random.Generator) -> Actor:
+    """DAgger's mixing hook: each row follows ``teacher`` with probability ``beta``, else ``student``.
+
+    Every row is labelled with the teacher's action. With no student (or ``beta >= 1``) the
+    teacher acts alone.
+    """
+
+    def act(obs: np.ndarray, episodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        labels = np.asarray(teacher.predict(obs), dtype=np.float64).reshape(len(obs), -1)
+        if student is None or beta >= 1.0:
+            return labels, labels
+        own = np.asarray(student.predict(obs), dtype=np.float64).reshape(labels.shape)
+        use_teacher = rng.random(len(obs)) < beta
+        return np.where(use_teacher[:, None], labels, own), labels
+
+    return act
+
+
+def labelled(policy: Policy, labeller: Policy) -> Actor:
+    """``policy`` acts, ``labeller``'s actions on the same states are recorded (DAgger's labels)."""
+
+    def act(obs: np.ndarray, episodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return (np.asarray(policy.predict(obs), dtype=np.float64),
+                np.asarray(labeller.predict(obs), dtype=np.float64))
+
+    return act
+
+
+def episode_horizon(env_fn: EnvFn, seed: int = 0) -> int:
+    """The environment's time limit (``spec.max_episode_steps``; 1000 when it has none)."""
+    env = env_fn(seed)
+    try:
+        return int(getattr(getattr(env, "spec", None), "max_episode_steps", None) or 1000)
+    finally:
+        env.close()
+
+
+def _check_finite(obs: np.ndarray, task: str) -> None:
     if not np.all(np.isfinite(obs)):
         col = int(np.argwhere(~np.isfinite(obs))[0][1])
         raise ObservationError(
             f"The environment{f' {task}' if task else ''} returned a non-finite observation at index {col}; "
             "the simulation diverged."
         )
-    return np.asarray(policy.predict(obs), dtype=np.float64)
 
 
 def _clip(action: np.ndarray, space: gym.Space) -> np.ndarray:
     if isinstance(space, gym.spaces.Box):
         return np.clip(action, space.low, space.high)
     return action
+
+
+def run_episodes(
+    actor: Policy | Actor,
+    env_fn: EnvFn,
+    seeds: Iterable[int],
+    *,
+    n_envs: int = 8,
+    steps: int | None = None,
+    record: bool = False,
+    task: str = "",
+    progress: Callable[[int], None] | None = None,
+) -> Episodes:
+    """The rollout engine: run episodes in lock-step batches; every episode loop in interp-rl is this one.
+
+    Up to ``n_envs`` environments step together, so the actor is called on batches. Each
+    episode takes the next seed from ``seeds``: its environment is reset with it (the first
+    episode of a slot also builds the environment with ``env_fn(seed)``); when an episode
+    ends, its environment is reset with the next seed, or closed when there is none. Results
+    depend only on the seeds, ``n_envs`` and the actor.
+
+    Parameters
+    ----------
+    actor : Policy or Actor
+        A policy (batched ``predict``), or a hook ``actor(obs, episodes)`` returning actions
+        or ``(actions, labels)`` (see :class:`Actor`, :func:`mixture`, :func:`labelled`).
+    env_fn : callable
+        ``env_fn(seed) -> gymnasium.Env``.
+    seeds : iterable of int
+        Reset seeds, one per episode, consumed as episodes start (may be endless with ``steps``).
+    n_envs : int, default 8
+        Environments stepped together.
+    steps : int, optional
+        Stop after this many steps in all (the last batch is cut to fit); None runs every
+        episode of ``seeds`` to its end.
+    record : bool, default False
+        Keep every step's observation, action (or label), reward and episode start.
+    task : str
+        Named in the error raised when the simulation returns non-finite observations.
+    progress : callable, optional
+        Called with the number of episodes that just ended.
+
+    Returns
+    -------
+    Episodes
+    """
+    n_envs = check_int(n_envs, "n_envs", "run_episodes")
+    if steps is None and not isinstance(seeds, Sized):
+        raise bad_value("steps", "run_episodes", "an int when seeds is endless", steps)
+    act = as_actor(actor)
+    seed_iter = iter(seeds)
+    returns: list[float] = []
+    lengths: list[int] = []
+    ep_seeds: list[int] = []
+    finished: list[bool] = []
+    obs_buf: list[np.ndarray] = []
+    act_buf: list[np.ndarray] = []
+    rew_buf: list[float] = []
+    start_buf: list[bool] = []
+    ep_buf: list[int] = []
+    envs: list[gym.Env] = []
+    slot_ep: list[int] = []
+    slot_obs: list[np.ndarray] = []
+    slot_new: list[bool] = []
+
+    def start(env: gym.Env | None) -> tuple[gym.Env, int, np.ndarray] | None:
+        seed = next(seed_iter, None)
+        if seed is None:
+            return None
+        env = env if env is not None else env_fn(int(seed))
+        o, _ = env.reset(seed=int(seed))
+        returns.append(0.0)
+        lengths.append(0)
+        ep_seeds.append(int(seed))
+        finished.append(False)
+        return env, len(returns) - 1, np.asarray(o, dtype=np.float64)
+
+    taken = 0
+    try:
+        while len(envs) < n_envs:
+            began = start(None)
+            if began is None:
+                break
+            envs.append(began[0])
+            slot_ep.append(began[1])
+            slot_obs.append(began[2])
+            slot_new.append(True)
+        while envs and (steps is None or taken < steps):
+            k = len(envs) if steps is None else min(len(envs), steps - taken)
+            batch = np.stack(slot_obs[:k])
+            _check_finite(batch, task)
+            eps = np.asarray(slot_ep[:k], dtype=np.int64)
+            out = act(batch, eps)
+            actions, labels = out if isinstance(out, tuple) else (out, out)
+            actions = np.asarray(actions, dtype=np.float64).reshape(k, -1)
+            if record:
+                obs_buf.append(batch)
+                act_buf.append(np.asarray(labels, dtype=np.float64).reshape(k, -1))
+                start_buf += slot_new[:k]
+                ep_buf += slot_ep[:k]
+            taken += k
+            ended = 0
+            for i in range(k):
+                env = envs[i]
+                o, reward, terminated, truncated, _ = env.step(_clip(actions[i], env.action_space))
+                ep = slot_ep[i]
+                returns[ep] += float(reward)
+                lengths[ep] += 1
+                if record:
+                    rew_buf.append(float(reward))
+                slot_new[i] = False
+                if terminated or truncated:
+                    finished[ep] = True
+                    ended += 1
+                    began = start(env)
+                    if began is None:
+                        env.close()
+                        envs[i] = None  # type: ignore[call-overload]
+                        continue
+                    _, slot_ep[i], o = began
+                    slot_new[i] = True
+                slot_obs[i] = np.asarray(o, dtype=np.float64)
+            keep = [i for i in range(len(envs)) if envs[i] is not None]
+            envs, slot_ep, slot_obs, slot_new = ([xs[i] for i in keep] for xs in (envs, slot_ep, slot_obs, slot_new))
+            if ended and progress is not None:
+                progress(ended)
+    finally:
+        for env in envs:
+            env.close()
+    rollout = None
+    if record:
+        obs_dim = obs_buf[0].shape[1] if obs_buf else 0
+        rollout = Rollout(
+            observations=np.concatenate(obs_buf) if obs_buf else np.zeros((0, obs_dim)),
+            actions=np.concatenate(act_buf) if act_buf else np.zeros((0, 0)),
+            rewards=np.asarray(rew_buf),
+            episode_starts=np.asarray(start_buf, dtype=bool),
+            episodes=np.asarray(ep_buf, dtype=np.int64),
+        )
+    return Episodes(returns, lengths, ep_seeds, finished, rollout)
 
 
 def evaluate(
@@ -107,9 +338,8 @@ def evaluate(
 ) -> EvalResult:
     """Run ``episodes`` deterministic episodes; episode ``i`` is reset with ``seed + i``.
 
-    Episodes run ``n_envs`` at a time in lock-step so the policy is called on
-    batches; each episode owns its environment, so results depend only on
-    ``seed`` and ``n_envs`` (the batch shape).
+    Episodes run ``n_envs`` at a time in lock-step (:func:`run_episodes`) so the policy is
+    called on batches; results depend only on ``seed`` and ``n_envs`` (the batch shape).
 
     Parameters
     ----------
@@ -132,44 +362,9 @@ def evaluate(
     """
     episodes = check_int(episodes, "episodes", "evaluate")
     n_envs = check_int(n_envs, "n_envs", "evaluate")
-    returns = [0.0] * episodes
-    lengths = [0] * episodes
-    next_ep = 0
-    envs: list[gym.Env] = []
-    slots: list[int] = []
-    obs_list: list[np.ndarray] = []
-    try:
-        while next_ep < episodes or slots:
-            while next_ep < episodes and len(slots) < n_envs:
-                env = env_fn(seed + next_ep)
-                obs, _ = env.reset(seed=seed + next_ep)
-                envs.append(env)
-                slots.append(next_ep)
-                obs_list.append(np.asarray(obs, dtype=np.float64))
-                next_ep += 1
-            actions = _policy_actions(policy, np.stack(obs_list), task)
-            keep_envs, keep_slots, keep_obs = [], [], []
-            finished = 0
-            for env, ep, act in zip(envs, slots, actions, strict=False):
-                obs, reward, terminated, truncated, _ = env.step(_clip(act, env.action_space))
-                returns[ep] += float(reward)
-                lengths[ep] += 1
-                if terminated or truncated:
-                    env.close()
-                    finished += 1
-                else:
-                    keep_envs.append(env)
-                    keep_slots.append(ep)
-                    keep_obs.append(np.asarray(obs, dtype=np.float64))
-            envs, slots, obs_list = keep_envs, keep_slots, keep_obs
-            if finished and progress is not None:
-                progress(finished)
-    finally:
-        for env in envs:
-            env.close()
-    return EvalResult(
-        returns=returns, lengths=lengths, seeds=[seed + i for i in range(episodes)], task=task
-    )
+    ran = run_episodes(policy, env_fn, range(seed, seed + episodes), n_envs=n_envs, task=task,
+                       progress=progress)
+    return EvalResult(returns=ran.returns, lengths=ran.lengths, seeds=ran.seeds, task=task)
 
 
 def collect(
@@ -181,38 +376,13 @@ def collect(
     labeller: Policy | None = None,
     task: str = "",
 ) -> Rollout:
-    """Roll out ``policy`` for ``steps`` steps and record raw observations.
+    """Roll out ``policy`` for ``steps`` steps in one environment and record raw observations.
 
-    Episodes are reset with ``seed``, ``seed + 1``, ... as they end. The
-    recorded actions are ``labeller``'s (the teacher's, for DAgger) when given,
-    else the policy's own.
+    Episodes are reset with ``seed``, ``seed + 1``, ... as they end. The recorded actions are
+    ``labeller``'s (the teacher's, for DAgger) when given, else the policy's own.
     """
     steps = check_int(steps, "steps", "collect")
-    obs_buf, act_buf, rew_buf, start_buf = [], [], [], []
-    episode = 0
-    env = env_fn(seed)
-    try:
-        obs, _ = env.reset(seed=seed)
-        start = True
-        for _ in range(steps):
-            o = np.asarray(obs, dtype=np.float64)[None, :]
-            act = _policy_actions(policy, o, task)[0]
-            label = act if labeller is None else _policy_actions(labeller, o, task)[0]
-            obs_buf.append(o[0])
-            act_buf.append(label)
-            start_buf.append(start)
-            obs, reward, terminated, truncated, _ = env.step(_clip(act, env.action_space))
-            rew_buf.append(float(reward))
-            start = False
-            if terminated or truncated:
-                episode += 1
-                obs, _ = env.reset(seed=seed + episode)
-                start = True
-    finally:
-        env.close()
-    return Rollout(
-        observations=np.asarray(obs_buf),
-        actions=np.asarray(act_buf),
-        rewards=np.asarray(rew_buf),
-        episode_starts=np.asarray(start_buf, dtype=bool),
-    )
+    actor = labelled(policy, labeller) if labeller is not None else policy
+    ran = run_episodes(actor, env_fn, itertools.count(seed), n_envs=1, steps=steps, record=True, task=task)
+    assert ran.rollout is not None
+    return ran.rollout

@@ -1,432 +1,82 @@
-"""Teachers: Stable-Baselines3 agents behind the :class:`~interp_rl.policy.Policy` protocol.
+"""The teacher protocol: what students and DAgger rely on from the black box they distil.
 
-.. warning::
-   SB3 ``.zip`` files and zoo ``vecnormalize.pkl`` files contain Python pickles,
-   and unpickling can run arbitrary code. Load them only from paths you named
-   yourself and trust. interp-rl never unpickles anything else: its own
-   artifacts are JSON and NumPy arrays. ``vecnormalize.pkl`` is read with a
-   restricted unpickler that only builds NumPy arrays and plain records.
+A teacher is a :class:`~interp_rl.policy.Policy` (batched deterministic ``predict`` on raw
+observations) that also knows its task: the action bounds, the environment it expects
+(``env_fn``, required), and, when it has them, its critic — ``q_values(obs, actions)`` for
+Q-function agents (SAC, TD3, DDPG, TQC), ``value(obs)`` for state-value agents (PPO, A2C, TRPO).
+
+:class:`envs.sb3.SB3Teacher` implements it for Stable-Baselines3 agents; anything else with
+these attributes is a teacher too (a test's stand-in with a known Q-function, a hand-written
+controller). :func:`check_teacher` tells, in one line, what an object lacks.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import importlib.abc
-import importlib.util
-import io
-import json
-import pickle
-import sys
-import types
-import zipfile
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from interp_rl._validation import check_observations
-from interp_rl.errors import TeacherLoadError, UnknownAlgorithmError
+from interp_rl.errors import InterpRLError
 
-__all__ = [
-    "ALGORITHMS",
-    "ObsNormalizer",
-    "SB3Teacher",
-    "detect_algorithm",
-    "load_sb3_model",
-    "read_vecnormalize",
-]
-
-#: Algorithm name -> (module, class) of every algorithm interp-rl loads.
-ALGORITHMS: dict[str, tuple[str, str]] = {
-    "sac": ("stable_baselines3", "SAC"),
-    "td3": ("stable_baselines3", "TD3"),
-    "ddpg": ("stable_baselines3", "DDPG"),
-    "ppo": ("stable_baselines3", "PPO"),
-    "a2c": ("stable_baselines3", "A2C"),
-    "tqc": ("sb3_contrib", "TQC"),
-    "trpo": ("sb3_contrib", "TRPO"),
-    "ars": ("sb3_contrib", "ARS"),
-}
-Q_ALGOS = frozenset({"sac", "td3", "ddpg", "tqc"})
-V_ALGOS = frozenset({"ppo", "a2c", "trpo"})
+__all__ = ["Teacher", "check_teacher"]
 
 
-def algorithm_class(algo: str) -> Any:
-    """The SB3 class for ``algo`` (``sac``, ``ppo``, ...)."""
-    key = algo.lower()
-    if key not in ALGORITHMS:
-        raise UnknownAlgorithmError(
-            f"Unknown algorithm {algo!r}; expected one of {', '.join(ALGORITHMS)}."
-        )
-    module, name = ALGORITHMS[key]
-    return getattr(importlib.import_module(module), name)
+@runtime_checkable
+class Teacher(Protocol):
+    """A policy to distil, with its task, action bounds and (optionally) its critic."""
 
-
-def _read_zip_data(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise TeacherLoadError(f"Teacher file {str(path)!r} does not exist.")
-    try:
-        with zipfile.ZipFile(path) as zf:
-            names = zf.namelist()
-            if "data" not in names or "policy.pth" not in names:
-                raise TeacherLoadError(
-                    f"{str(path)!r} is not a Stable-Baselines3 model: the zip has no "
-                    "'data' and 'policy.pth' entries."
-                )
-            data: dict[str, Any] = json.loads(zf.read("data"))
-            return data
-    except zipfile.BadZipFile as exc:
-        raise TeacherLoadError(
-            f"{str(path)!r} is corrupt or not a zip file ({exc}); expected an SB3 model .zip."
-        ) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise TeacherLoadError(f"{str(path)!r} has an unreadable 'data' entry ({exc}).") from None
-
-
-def detect_algorithm(path: str | Path) -> str:
-    """Tell which algorithm saved the SB3 zip at ``path``, without unpickling it.
-
-    The policy class's module names SAC, TD3/DDPG, TQC and ARS; actor-critic
-    on-policy algorithms share a policy class, so their saved hyperparameters
-    decide (TRPO's conjugate-gradient settings, PPO's clip range, else A2C).
-    """
-    data = _read_zip_data(Path(path))
-    module = str(data.get("policy_class", {}).get("__module__", ""))
-    if ".sac." in module:
-        return "sac"
-    if ".tqc." in module:
-        return "tqc"
-    if ".ars." in module or "n_delta" in data:
-        return "ars"
-    if ".td3." in module:
-        ddpg = data.get("policy_delay") == 1 and data.get("target_noise_clip") == 0.0
-        return "ddpg" if ddpg else "td3"
-    if "cg_max_steps" in data:
-        return "trpo"
-    if "clip_range" in data and "n_epochs" in data:
-        return "ppo"
-    if "n_steps" in data and "gae_lambda" in data:
-        return "a2c"
-    raise UnknownAlgorithmError(
-        f"Cannot tell which algorithm saved {str(path)!r} (policy class module {module!r}); "
-        f"interp-rl loads {', '.join(ALGORITHMS)}. Pass the algorithm explicitly."
-    )
-
-
-class _GymAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Resolve ``gym`` and ``gym.*`` imports to ``gymnasium`` while old pickles load."""
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname == "gym" or fullname.startswith("gym."):
-            return importlib.util.spec_from_loader(fullname, self)
-        return None
-
-    def create_module(self, spec: Any) -> types.ModuleType:
-        return importlib.import_module("gymnasium" + spec.name[3:])
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        return None
-
-
-@contextlib.contextmanager
-def _old_gym_names() -> Iterator[None]:
-    if importlib.util.find_spec("gym") is not None and "gym" not in sys.modules:
-        yield  # the real old gym is installed: let it be used
-        return
-    finder = _GymAlias()
-    before = {k for k in sys.modules if k == "gym" or k.startswith("gym.")}
-    sys.meta_path.insert(0, finder)
-    try:
-        yield
-    finally:
-        sys.meta_path.remove(finder)
-        for key in [k for k in sys.modules if (k == "gym" or k.startswith("gym.")) and k not in before]:
-            del sys.modules[key]
-
-
-def load_sb3_model(path: str | Path, algo: str | None = None) -> tuple[Any, str]:
-    """Load an SB3 zip on the CPU; return ``(model, algo)``.
-
-    Copes with agents pickled under the old ``gym`` package and under old
-    Pythons (schedules are replaced by constants: the model is for inference).
-    """
-    path = Path(path)
-    algo = (algo or detect_algorithm(path)).lower()
-    cls = algorithm_class(algo)
-    custom: dict[str, Any] = {
-        "learning_rate": 0.0,
-        "lr_schedule": lambda _: 0.0,
-        "clip_range": lambda _: 0.0,
-        "exploration_schedule": lambda _: 0.0,
-    }
-    if algo in {"sac", "td3", "ddpg", "tqc"}:
-        custom["buffer_size"] = 1
-    try:
-        with _old_gym_names():
-            model = cls.load(str(path), device="cpu", custom_objects=custom)
-    except (ValueError, KeyError, RuntimeError, TypeError, AttributeError, pickle.UnpicklingError,
-            zipfile.BadZipFile, ModuleNotFoundError) as exc:
-        raise TeacherLoadError(
-            f"Could not load {str(path)!r} as a {algo.upper()} model: {type(exc).__name__}: "
-            f"{' '.join(str(exc).split())[:300]}"
-        ) from None
-    return model, algo
-
-
-@dataclass(frozen=True)
-class ObsNormalizer:
-    """VecNormalize statistics: ``clip((obs - mean) / sqrt(var + eps), -clip, clip)``."""
-
-    mean: np.ndarray
-    var: np.ndarray
-    clip: float = 10.0
-    epsilon: float = 1e-8
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        out = (obs - self.mean) / np.sqrt(self.var + self.epsilon)
-        return np.clip(out, -self.clip, self.clip)
-
-    def save(self, path: str | Path) -> None:
-        """Write the statistics as ``.npz`` (no pickle), atomically."""
-        from interp_rl.io import atomic_write
-
-        def _w(tmp: str) -> None:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, mean=self.mean, var=self.var,
-                         clip=np.float64(self.clip), epsilon=np.float64(self.epsilon))
-
-        atomic_write(path, _w)
-
-    @classmethod
-    def load(cls, path: str | Path) -> ObsNormalizer:
-        """Read statistics written by :meth:`save`."""
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                return cls(np.array(z["mean"]), np.array(z["var"]),
-                           float(z["clip"]), float(z["epsilon"]))
-        except (OSError, KeyError, ValueError) as exc:
-            raise TeacherLoadError(
-                f"Normalisation file {str(path)!r} is unreadable ({exc}); "
-                "expected an .npz with mean, var, clip, epsilon."
-            ) from None
-
-
-class _Record:
-    """Stand-in for any allowed pickled object: keeps its state as attributes."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._args = args
-
-    def __setstate__(self, state: Any) -> None:
-        pair = isinstance(state, tuple) and len(state) == 2
-        if pair and all(part is None or isinstance(part, dict) for part in state):  # (dict, slots)
-            state = {**(state[0] or {}), **(state[1] or {})}
-        if isinstance(state, dict):
-            self.__dict__.update(state)
-
-    @classmethod
-    def _new(cls, *args: Any) -> _Record:
-        return cls()
-
-
-class _RestrictedUnpickler(pickle.Unpickler):
-    """Builds NumPy arrays and plain records only; any other global is refused."""
-
-    _NUMPY = {
-        ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-        ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
-        ("numpy._core.multiarray", "scalar"),
-    }
-    _RECORD_PREFIXES = ("stable_baselines3.", "gym.spaces", "gymnasium.spaces")
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in self._NUMPY:
-            return getattr(importlib.import_module(module.replace("numpy.core", "numpy._core")
-                                                   if module.startswith("numpy.core") else module),
-                           name)
-        if module == "collections" and name == "OrderedDict":
-            import collections
-
-            return collections.OrderedDict
-        if module.startswith(self._RECORD_PREFIXES):
-            return _Record
-        if module in ("copyreg",) and name in ("_reconstructor",):
-            return lambda cls, base, state: cls()
-        if module == "builtins" and name in ("object",):
-            return object
-        if module.startswith("numpy.random."):  # RNG states and bit generators: inert records
-            return lambda *a, **k: _Record()
-        raise pickle.UnpicklingError(f"refusing to load global {module}.{name}")
-
-
-def read_vecnormalize(path: str | Path) -> ObsNormalizer:
-    """Read the observation statistics of a zoo ``vecnormalize.pkl`` safely."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise TeacherLoadError(f"Cannot read normalisation file {str(path)!r}: {exc}.") from None
-    try:
-        obj = _RestrictedUnpickler(io.BytesIO(raw)).load()
-        rms = obj.obs_rms
-        mean = np.asarray(rms.mean, dtype=np.float64)
-        var = np.asarray(rms.var, dtype=np.float64)
-        clip = float(getattr(obj, "clip_obs", 10.0))
-        eps = float(getattr(obj, "epsilon", 1e-8))
-        norm_obs = bool(getattr(obj, "norm_obs", True))
-    except Exception as exc:  # noqa: BLE001 - any failure means a corrupt or foreign file
-        raise TeacherLoadError(
-            f"{str(path)!r} is not a readable VecNormalize file ({type(exc).__name__}: {exc})."
-        ) from None
-    if not norm_obs:
-        return ObsNormalizer(np.zeros_like(mean), np.ones_like(var) - eps, np.inf, eps)
-    return ObsNormalizer(mean, var, clip, eps)
-
-
-@contextlib.contextmanager
-def _torch_threads(n: int) -> Iterator[None]:
-    """Run torch on ``n`` CPU threads inside the block, then restore the setting."""
-    import torch
-
-    before = torch.get_num_threads()
-    if before != n:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        if before != n:
-            torch.set_num_threads(before)
-
-
-class SB3Teacher:
-    """A loaded SB3 agent: batched deterministic actions on *raw* observations.
-
-    Inference runs on ``threads`` torch threads (default 1): the floating-point
-    results of a network depend on how its sums are split across threads, and a
-    MuJoCo rollout amplifies the last bit, so a fixed count keeps returns
-    identical from run to run and machine to machine. One thread is also the
-    fastest for these small networks on small batches.
-
-    Parameters
-    ----------
-    model : BaseAlgorithm
-        The SB3 model.
-    algo : str
-        Its algorithm name (``sac``, ``ppo``, ...).
-    task : str
-        The task it expects (a ``-v5`` id).
-    normalizer : ObsNormalizer, optional
-        VecNormalize statistics applied before the networks.
-    env_fn : callable, optional
-        ``env_fn(seed) -> gymnasium.Env`` building exactly the environment the
-        agent expects (zoo compatibility wrappers included).
-    feature_names : sequence of str, optional
-        Names of the observation components, used in error messages.
-    source : str
-        Where the agent came from, for provenance.
-    """
-
-    def __init__(
-        self,
-        model: Any,
-        algo: str,
-        task: str,
-        *,
-        normalizer: ObsNormalizer | None = None,
-        env_fn: Callable[[int], Any] | None = None,
-        feature_names: Sequence[str] | None = None,
-        source: str = "",
-        variant: dict[str, Any] | None = None,
-        threads: int = 1,
-    ) -> None:
-        self.model = model
-        self.threads = threads
-        self.algo = algo
-        self.task = task
-        self.normalizer = normalizer
-        self.env_fn = env_fn
-        self.feature_names = list(feature_names) if feature_names is not None else None
-        self.source = source
-        self.variant = dict(variant or {})
-        self.obs_dim = int(np.prod(model.observation_space.shape))
-        self.act_dim = int(np.prod(model.action_space.shape))
-        self.action_low = np.asarray(model.action_space.low, dtype=np.float64)
-        self.action_high = np.asarray(model.action_space.high, dtype=np.float64)
-
-    def __repr__(self) -> str:
-        norm = ", normalised" if self.normalizer is not None else ""
-        return f"SB3Teacher({self.algo.upper()} on {self.task}, obs {self.obs_dim}, act {self.act_dim}{norm})"
+    task: str
+    """The task it acts in (a ``-v5`` id), or ``""``."""
+    obs_dim: int
+    act_dim: int
+    action_low: np.ndarray
+    """Lower action bounds, shape ``(act_dim,)``."""
+    action_high: np.ndarray
+    """Upper action bounds, shape ``(act_dim,)``."""
+    env_fn: Callable[[int], Any]
+    """``env_fn(seed) -> gymnasium.Env``: exactly the environment the teacher expects."""
 
     @property
     def has_q(self) -> bool:
-        """Whether :meth:`q_values` is available (SAC, TD3, DDPG, TQC)."""
-        return self.algo in Q_ALGOS
+        """Whether :meth:`q_values` is available."""
+        ...
 
     @property
     def has_value(self) -> bool:
-        """Whether :meth:`value` is available (PPO, A2C, TRPO)."""
-        return self.algo in V_ALGOS
-
-    def _prepare(self, obs: Any) -> tuple[np.ndarray, bool]:
-        arr, single = check_observations(
-            obs, self.obs_dim, owner=f"the {self.algo.upper()} teacher", task=self.task,
-            feature_names=self.feature_names,
-        )
-        if self.normalizer is not None:
-            arr = self.normalizer(arr)
-        return arr.astype(np.float32), single
+        """Whether :meth:`value` is available."""
+        ...
 
     def predict(self, obs: np.ndarray) -> np.ndarray:
-        """Deterministic actions, shape ``(n, act_dim)``, for raw ``obs`` ``(n, obs_dim)``."""
-        arr, single = self._prepare(obs)
-        with _torch_threads(self.threads):
-            actions, _ = self.model.predict(arr, deterministic=True)
-        actions = np.asarray(actions, dtype=np.float64).reshape(len(arr), self.act_dim)
-        actions = np.clip(actions, self.action_low, self.action_high)
-        return actions[0] if single else actions
-
-    act = predict
+        """Deterministic actions ``(n, act_dim)`` for raw observations ``(n, obs_dim)``."""
+        ...
 
     def q_values(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
-        """The critic's Q(s, a), shape ``(n,)``, for raw ``obs`` and env-space ``actions``.
-
-        SAC: minimum over the twin critics; TD3/DDPG: the first critic; TQC:
-        mean of the quantiles.
-        """
-        import torch as th
-
-        if not self.has_q:
-            raise TeacherLoadError(
-                f"The {self.algo.upper()} teacher has no Q-function (only SAC, TD3, DDPG and "
-                "TQC do); use value() for on-policy teachers."
-            )
-        arr, _ = self._prepare(obs)
-        acts = np.asarray(actions, dtype=np.float64).reshape(len(arr), self.act_dim)
-        scaled = self.model.policy.scale_action(acts).astype(np.float32)
-        with th.no_grad(), _torch_threads(self.threads):
-            o = th.as_tensor(arr)
-            a = th.as_tensor(scaled)
-            if self.algo == "tqc":
-                q = self.model.critic(o, a).mean(dim=(1, 2))
-            elif self.algo == "sac":
-                q = th.min(th.cat(self.model.critic(o, a), dim=1), dim=1).values
-            else:
-                q = self.model.critic.q1_forward(o, a)[:, 0]
-        return q.numpy().astype(np.float64)
+        """The critic's ``Q(s, a)``, shape ``(n,)``, for raw observations and env-space actions."""
+        ...
 
     def value(self, obs: np.ndarray) -> np.ndarray:
-        """The state-value V(s), shape ``(n,)``, for raw ``obs`` (PPO, A2C, TRPO)."""
-        import torch as th
+        """The state value ``V(s)``, shape ``(n,)``."""
+        ...
 
-        if not self.has_value:
-            raise TeacherLoadError(
-                f"The {self.algo.upper()} teacher has no state-value network (only PPO, A2C "
-                "and TRPO do); use q_values() for off-policy teachers."
-            )
-        arr, _ = self._prepare(obs)
-        with th.no_grad(), _torch_threads(self.threads):
-            v = self.model.policy.predict_values(th.as_tensor(arr))[:, 0]
-        return v.numpy().astype(np.float64)
+
+_REQUIRED = ("predict", "task", "obs_dim", "act_dim", "action_low", "action_high", "env_fn", "has_q",
+             "has_value")
+
+
+def check_teacher(teacher: Any, owner: str) -> Teacher:
+    """Return ``teacher`` if it implements :class:`Teacher`, else raise a one-line error naming what is missing.
+
+    >>> check_teacher(object(), "DAgger")
+    Traceback (most recent call last):
+    ...
+    interp_rl.errors.InterpRLError: DAgger needs a teacher (interp_rl.teachers.Teacher); object has no predict, \
+task, obs_dim, act_dim, action_low, action_high, env_fn, has_q, has_value.
+    """
+    missing = [name for name in _REQUIRED if not hasattr(teacher, name)]
+    if not missing and not callable(getattr(teacher, "env_fn", None)):
+        missing = ["env_fn (a callable seed -> gymnasium.Env)"]
+    if missing:
+        raise InterpRLError(f"{owner} needs a teacher (interp_rl.teachers.Teacher); {type(teacher).__name__} "
+                            f"has no {', '.join(missing)}.")
+    return teacher  # type: ignore[no-any-return]

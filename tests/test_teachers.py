@@ -20,7 +20,7 @@ from interp_rl.errors import (
     UnknownAlgorithmError,
 )
 from interp_rl.rollouts import evaluate
-from interp_rl.teachers import (
+from envs.sb3 import (
     ObsNormalizer,
     SB3Teacher,
     algorithm_class,

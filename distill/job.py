@@ -1,0 +1,215 @@
+"""One distillation job, for every method: teacher in, a folder with the controller and everything about it out.
+
+:class:`Distillation` is the method's estimator (DAgger, then optional leaf tuning and leaf
+merging for trees); :func:`run_job` is what ``interp-rl distill METHOD`` and the benchmark
+harness call: it fits, then writes the controller, its exports, its explanation and picture,
+``metrics.json`` and ``config.json`` (derived from the estimator's ``get_params(deep=True)``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sklearn.base import BaseEstimator, clone
+
+from distill.dagger import DAgger, _jsonable
+from interp_rl._validation import check_float
+from interp_rl.errors import InterpRLError, bad_value
+from interp_rl.io import atomic_write_text, json_safe
+from interp_rl.program import Controller, Signal
+from interp_rl.teachers import Teacher, check_teacher
+
+if TYPE_CHECKING:
+    from distill.methods import Method
+
+__all__ = ["CONFIG_FILE", "METRICS_FILE", "Distillation", "run_job"]
+
+log = logging.getLogger(__name__)
+CONFIG_FILE = "config.json"
+METRICS_FILE = "metrics.json"
+CHECKPOINT_DIR = "checkpoint"
+
+
+class Distillation(BaseEstimator):
+    """A method's whole estimator: DAgger, then (trees) leaf tuning on the return and leaf merging.
+
+    Parameters
+    ----------
+    dagger : DAgger, default=None
+        Learns the student from the teacher (default: ``DAgger()``, a 64-leaf linear tree).
+    tuner : LeafTuner, default=None
+        Tunes a tree's leaves on the return after DAgger; skipped when ``None`` or its
+        ``n_iter`` is 0.
+    collapse_atol : float, default=0.0
+        Merge sibling tree leaves whose parameters differ by at most this (0: off).
+
+    Attributes
+    ----------
+    student_ : estimator
+        The final student (``to_controller`` makes it a :class:`~interp_rl.program.Controller`).
+    dagger_ : DAgger
+        The fitted DAgger (history, data, chosen round).
+    tuning_ : dict
+        Leaf tuning's returns and history (empty when it did not run).
+    """
+
+    def __init__(self, dagger: DAgger | None = None, tuner: Any = None, collapse_atol: float = 0.0) -> None:
+        self.dagger = dagger
+        self.tuner = tuner
+        self.collapse_atol = collapse_atol
+
+    def _validate_params(self) -> None:
+        """Check every setting of every part; a bad one raises the one-line template error."""
+        (self.dagger or DAgger())._validate_params()
+        if self.tuner is not None:
+            self.tuner._validate_params()
+        check_float(self.collapse_atol, "collapse_atol", "Distillation")
+
+    def fit(self, teacher: Teacher, env_fn: Callable[[int], Any] | None = None, *,
+            checkpoint_dir: str | Path | None = None, resume: bool = False,
+            progress: Callable[[dict[str, Any]], None] | None = None) -> Distillation:
+        """Distil ``teacher`` in environments from ``env_fn`` (default ``teacher.env_fn``).
+
+        DAgger rounds are checkpointed in ``checkpoint_dir`` (``resume=True`` continues them).
+        """
+        self._validate_params()
+        check_teacher(teacher, "Distillation")
+        env_fn = env_fn if env_fn is not None else teacher.env_fn
+        dagger = clone(self.dagger or DAgger()).set_params(checkpoint_dir=checkpoint_dir)
+        dagger.fit(teacher, env_fn, resume=resume, progress=progress)
+        student = dagger.student_
+        self.tuning_: dict[str, Any] = {}
+        if self.tuner is not None and self.tuner.n_iter > 0:
+            tuner = clone(self.tuner)
+            t0 = time.perf_counter()
+            tuner.fit(student, env_fn, feature_scale=dagger.X_.std(axis=0), progress=progress)
+            student = tuner.student_
+            self.tuning_ = {"initial_return": tuner.initial_return_, "best_return": tuner.best_return_,
+                            "history": tuner.history_, "seconds": time.perf_counter() - t0}
+        if self.collapse_atol > 0:
+            if not hasattr(student, "tree_"):
+                raise bad_value("collapse_atol", "Distillation", "0 for a student that is not a tree",
+                                self.collapse_atol)
+            from distill.prune import collapse_similar
+
+            student = collapse_similar(student, self.collapse_atol)
+        self.dagger_, self.student_ = dagger, student
+        return self
+
+
+def _picture(controller: Controller, out: Path, title: str, metrics: dict[str, Any]) -> None:
+    from interp_rl.viz import render, to_dot
+
+    dot = to_dot(controller, title=title)
+    atomic_write_text(out / f"{controller.kind}.dot", dot)
+    try:
+        render(dot, out / f"{controller.kind}.svg")
+        metrics["picture"] = f"{controller.kind}.svg"
+    except InterpRLError as exc:  # no graphviz binary: everything else is still written
+        log.warning("%s", exc)
+        metrics["picture"] = f"{controller.kind}.dot"
+        metrics["picture_error"] = str(exc)
+
+
+def run_job(
+    method: Method,
+    teacher: Teacher,
+    settings: dict[str, Any],
+    out_dir: str | Path,
+    *,
+    features: Sequence[Signal] | None = None,
+    actions: Sequence[Signal] | None = None,
+    provenance: dict[str, Any] | None = None,
+    resume: bool = False,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    evaluate_student: bool = True,
+) -> dict[str, Any]:
+    """Distil ``teacher`` by ``method`` with ``settings`` and write everything about it to ``out_dir``.
+
+    Writes ``controller.json`` (loads back to identical actions), ``controller.py`` and
+    ``controller.c`` (standalone exports), ``rules.txt`` (the controller as text),
+    ``KIND.dot`` and ``KIND.svg`` (its picture; the ``.svg`` needs Graphviz), ``metrics.json``
+    and ``config.json`` (the resolved settings and the estimator's parameters). DAgger rounds
+    are kept in ``out_dir/checkpoint`` so an interrupted run loses no completed round
+    (``resume=True`` continues it). With ``evaluate_student=False`` the final evaluation
+    (returns and fidelity) is left to the caller, as the benchmark harness does.
+
+    Returns
+    -------
+    dict
+        The metrics written to ``metrics.json``.
+    """
+    from interp_rl.compare import compare
+    from interp_rl.export import write_exports
+
+    check_teacher(teacher, f"distill {method.name}")
+    resolved = method.resolve(settings)
+    estimator = method.build(resolved)
+    out = Path(out_dir)
+    ckpt = out / CHECKPOINT_DIR
+    if (out / METRICS_FILE).exists() and not resume:
+        raise InterpRLError(f"{str(out)!r} already holds a distilled controller; choose another --out.")
+    if ckpt.exists() and not resume:
+        raise InterpRLError(
+            f"{str(out)!r} holds an unfinished distillation; pass --resume to continue it or choose "
+            "another --out."
+        )
+    if resume and (out / CONFIG_FILE).is_file():
+        saved = json.loads((out / CONFIG_FILE).read_text()).get("settings", {})
+        diff = sorted(k for k in set(saved) | set(resolved) if saved.get(k) != resolved.get(k))
+        if diff:
+            raise InterpRLError(f"Cannot resume {str(out)!r} with different settings ({', '.join(diff)}).")
+    out.mkdir(parents=True, exist_ok=True)
+    config = {"method": method.name, "settings": resolved, "params": _jsonable(estimator.get_params(deep=True)),
+              "task": teacher.task, "teacher": provenance or {}}
+    atomic_write_text(out / CONFIG_FILE, json.dumps(json_safe(config), indent=1) + "\n")
+
+    t0 = time.perf_counter()
+    rounds_before = 0
+    if resume and (ckpt / "dagger_state.json").is_file():
+        rounds_before = len(json.loads((ckpt / "dagger_state.json").read_text()).get("history", []))
+    estimator.fit(teacher, checkpoint_dir=ckpt, resume=resume, progress=progress)
+    dagger = estimator.dagger_
+    # Rounds finished before an interruption count too: each round records its own time.
+    earlier = sum(r["seconds"] for r in dagger.history_[:rounds_before])
+    seconds = earlier + time.perf_counter() - t0
+
+    metadata: dict[str, Any] = {"method": method.name, "settings": resolved, "teacher": provenance or {}}
+    controller = estimator.student_.to_controller(features, actions, task=teacher.task, metadata=metadata)
+    size = controller.size()
+    metrics: dict[str, Any] = {
+        "method": method.name,
+        "kind": controller.kind,
+        "task": teacher.task,
+        "size": size,
+        **size,
+        "weighting": dagger.weighting_,
+        "best_round": dagger.best_round_,
+        "samples": dagger.n_samples_used_,
+        "distill_seconds": seconds,
+        "dagger_history": dagger.history_,
+        "tuning": estimator.tuning_,
+    }
+    if evaluate_student:
+        metrics.update(compare(controller, teacher, teacher.env_fn, episodes=resolved["eval_episodes"],
+                               seed=resolved["seed"], fidelity_steps=resolved["fidelity_steps"]))
+        shown = ("teacher_return", "student_return", "percent_of_teacher", "worst_percent_of_teacher")
+        controller.metadata["metrics"] = {k: metrics[k] for k in shown}
+    paths = write_exports(controller, out, force=True)
+    metrics["export_bytes"] = {k: Path(p).stat().st_size for k, p in paths.items()}
+    atomic_write_text(out / "rules.txt", controller.program.explain(controller) + "\n")
+    _picture(controller, out, f"{teacher.task} {method.name} ({_size_text(size)})", metrics)
+    atomic_write_text(out / METRICS_FILE, json.dumps(json_safe(metrics), indent=1) + "\n")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    return metrics
+
+
+def _size_text(size: dict[str, int]) -> str:
+    parts = [f"{size['leaves']} leaves"] if "leaves" in size else []
+    return ", ".join([*parts, f"{size['parameters']} parameters"])

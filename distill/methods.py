@@ -1,0 +1,255 @@
+"""The registry of distillation methods: the one list the CLI, the benchmark harness and the demo read.
+
+A :class:`Method` names a distiller, builds its estimator (a :class:`~distill.job.Distillation`
+with the method's student) and declares its *options*: the settings a user can give on the
+command line (``--max-leaves``), in a config file or in a suite, each mapped to the estimator
+parameters it sets (``dagger__student__max_leaves``). Defaults are never written here: an
+option's default is the estimator's own (``get_params``), so each default lives in one place.
+
+Adding a distiller: write its student (``fit``/``predict``/``to_controller``) and program kind,
+then :func:`register_method` a :class:`Method`. ``interp-rl distill NAME``, suites
+(``method = "NAME"``), reports and the demo pick it up.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from distill.dagger import DAgger
+from distill.finetune import LeafTuner
+from distill.job import Distillation
+from distill.linear import LinearPolicy
+from distill.tree import TreePolicy
+from interp_rl.errors import InvalidParameterError, bad_value
+from interp_rl.program import Controller
+
+__all__ = ["JOB_OPTIONS", "METHODS", "Explanation", "Method", "Option", "get_method", "register_method"]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting of a method: its name, what it sets in the estimator, and a line of help."""
+
+    name: str
+    """The setting's name (``max_leaves``; on the command line ``--max-leaves``)."""
+    params: tuple[str, ...]
+    """Estimator parameters it sets, ``get_params(deep=True)`` names; the first gives the default."""
+    help: str
+    """One line for ``--help``."""
+    type: type = int
+    """``int``, ``float`` or ``str``: how the command line parses it."""
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class JobOption:
+    """A setting of the job around every method (final evaluation), with its default."""
+
+    name: str
+    default: int
+    help: str
+
+
+#: Settings of every job: the final evaluation of teacher and controller (the benchmark harness
+#: evaluates with the suite's own numbers instead).
+JOB_OPTIONS = (
+    JobOption("eval_episodes", 10, "Final evaluation episodes of teacher and controller."),
+    JobOption("fidelity_steps", 2000, "States (teacher- and controller-visited) for action fidelity."),
+)
+
+
+@dataclass
+class Explanation:
+    """One piece of a controller's explanation for a report: a picture (SVG) or text."""
+
+    title: str
+    kind: str  # "svg" or "text"
+    content: str
+
+
+def _dagger_options(seed_params: tuple[str, ...] = ("dagger__seed",)) -> tuple[Option, ...]:
+    return (
+        Option("iterations", ("dagger__n_iter",), "DAgger rounds after the teacher's rollouts; 0 is behaviour "
+               "cloning."),
+        Option("steps", ("dagger__steps",), "Environment steps per round."),
+        Option("beta_decay", ("dagger__beta_decay",), "Round i follows the teacher with probability "
+               "beta_decay**i.", float),
+        Option("weighting", ("dagger__weighting",), "'auto', 'critic' (VIPER-style, Q-function teachers) or "
+               "'none'.", str),
+        Option("select_episodes", ("dagger__eval_episodes",), "Held-out episodes scoring each round; the best "
+               "round is kept."),
+        Option("seed", seed_params, "Random seed of rollouts, student and evaluation."),
+    )
+
+
+@dataclass(frozen=True)
+class Method:
+    """A distiller as the CLI, the harness and the demo see it."""
+
+    name: str
+    description: str
+    """One line, shown by ``interp-rl distill --help``."""
+    size: str
+    """The option a suite's ``sizes`` set (``max_leaves``)."""
+    make: Callable[[], Distillation]
+    """The estimator with its defaults."""
+    options: tuple[Option, ...] = field(default_factory=tuple)
+    picture_note: str = ""
+    """What the picture's shading or widths mean, for reports."""
+
+    def option(self, name: str) -> Option:
+        for opt in self.options:
+            if opt.name == name:
+                return opt
+        raise KeyError(name)
+
+    def defaults(self) -> dict[str, Any]:
+        """Every setting's default: the estimator's own values, then the job's."""
+        params = self.make().get_params(deep=True)
+        return {**{o.name: params[o.params[0]] for o in self.options},
+                **{j.name: j.default for j in JOB_OPTIONS}}
+
+    def build(self, settings: dict[str, Any]) -> Distillation:
+        """The estimator with ``settings`` (option names) applied; validates nothing."""
+        est = self.make()
+        params: dict[str, Any] = {}
+        for opt in self.options:
+            if opt.name in settings:
+                params.update({p: settings[opt.name] for p in opt.params})
+        return est.set_params(**params)
+
+    def resolve(self, settings: dict[str, Any], *, owner: str | None = None,
+                spell: Callable[[str], str] = lambda name: name, what: str = "setting") -> dict[str, Any]:
+        """Every setting (defaults filled in), validated by the estimator itself.
+
+        A bad value raises the one-line template error in the caller's words: ``spell`` turns an
+        option name into what the user typed (``--max-leaves``), ``owner`` names where
+        (``interp-rl distill tree``).
+        """
+        owner = owner or f"method {self.name!r}"
+        defaults = self.defaults()
+        unknown = sorted(set(settings) - set(defaults))
+        if unknown:
+            raise InvalidParameterError(
+                f"Unknown setting(s) of {owner}: {', '.join(unknown)}; known: {', '.join(sorted(defaults))}.")
+        resolved = {**defaults, **settings}
+        for j in JOB_OPTIONS:
+            value = resolved[j.name]
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+                raise bad_value(spell(j.name), owner, "an int in [1, inf)", value, what=what)
+        try:
+            self.build(resolved)._validate_params()
+        except InvalidParameterError as exc:
+            opt = self._option_for(exc)
+            if opt is None:
+                raise
+            raise exc.renamed(spell(opt.name), owner, what=what) from None
+        return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in resolved.items()}
+
+    def _option_for(self, exc: InvalidParameterError) -> Option | None:
+        """The option behind an estimator's parameter error (matched by parameter name and class)."""
+        if exc.name is None:
+            return None
+        est = self.make()
+        for opt in self.options:
+            for path in opt.params:
+                *parents, leaf = path.split("__")
+                if leaf != exc.name.split(".")[-1]:
+                    continue
+                obj: Any = est
+                for part in parents:
+                    obj = obj.get_params(deep=False)[part]
+                if exc.owner is not None and exc.owner.split(".")[0] == type(obj).__name__:
+                    return opt
+        return None
+
+    def explain(self, controller: Controller, states: np.ndarray, title: str) -> list[Explanation]:
+        """The picture, the text and one decision explained: what a report shows of a controller."""
+        from interp_rl.errors import RenderError
+        from interp_rl.viz import decision_path_text, export_text, render, to_dot
+
+        big = controller.size().get("depth", 0) > 4
+        shown = " (top 4 levels)" if big else ""
+        dot = to_dot(controller, max_depth=4 if big else None, states=states if len(states) else None,
+                     title=f"{title}{shown}")
+        parts = []
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                svg = render(dot, Path(tmp) / "picture.svg").read_text(encoding="utf-8")
+            note = f" ({self.picture_note})" if self.picture_note else ""
+            parts.append(Explanation(f"{controller.kind.capitalize()}{note}", "svg", svg))
+        except RenderError as exc:
+            parts.append(Explanation("Picture", "text", str(exc)))
+        rules = export_text(controller).splitlines()
+        if len(rules) > 80:
+            rules = [*rules[:80], f"… {len(rules) - 80} more lines (interp-rl viz FOLDER --text prints all)"]
+        parts.append(Explanation("Rules" if controller.kind == "tree" else "Equations", "text", "\n".join(rules)))
+        if len(states):
+            parts.append(Explanation("Why it acts as it does in one visited state", "text",
+                                     decision_path_text(controller, states[len(states) // 2])))
+        return parts
+
+
+#: name -> method; the CLI's ``distill`` commands, suites and the demo read this.
+METHODS: dict[str, Method] = {}
+
+
+def register_method(method: Method) -> Method:
+    """Add ``method`` to :data:`METHODS` (a second method of the same name replaces the first)."""
+    METHODS[method.name] = method
+    return method
+
+
+def get_method(name: str) -> Method:
+    """The registered method ``name``, or a one-line error listing them."""
+    if name not in METHODS:
+        raise bad_value("method", "distill", "one of " + ", ".join(map(repr, sorted(METHODS))), name)
+    return METHODS[name]
+
+
+register_method(Method(
+    name="tree",
+    description="decision tree with sparse-linear or constant leaves (DAgger)",
+    size="max_leaves",
+    make=lambda: Distillation(dagger=DAgger(TreePolicy()), tuner=LeafTuner(n_iter=0)),
+    options=(
+        Option("max_leaves", ("dagger__student__max_leaves",), "Leaf limit."),
+        Option("max_depth", ("dagger__student__max_depth",), "Depth limit."),
+        Option("leaf_model", ("dagger__student__leaf_model",), "'linear' or 'constant' leaves.", str),
+        Option("max_leaf_terms", ("dagger__student__max_leaf_terms",), "Features per action in a linear leaf "
+               "(none: all)."),
+        Option("split_on", ("dagger__student__split_on",), "'auto', 'constant' (CART), 'linear' (model tree) or "
+               "'residual' (CART on a global linear fit's residual).", str),
+        *_dagger_options(("dagger__seed", "tuner__seed")),
+        Option("tune_iterations", ("tuner__n_iter",), "ARS updates of the leaves on the return after "
+               "distillation (0: off)."),
+        Option("tune_directions", ("tuner__n_directions",), "Random directions per ARS update."),
+        Option("tune_step", ("tuner__step_size",), "ARS step size.", float),
+        Option("tune_noise", ("tuner__noise",), "ARS perturbation, in action units.", float),
+        Option("collapse_atol", ("collapse_atol",), "Merge sibling leaves whose parameters differ by at most "
+               "this (0: off).", float),
+    ),
+    picture_note="shading: share of visited states per leaf",
+))
+
+register_method(Method(
+    name="linear",
+    description="sparse linear policy, one equation per action (DAgger)",
+    size="max_terms",
+    make=lambda: Distillation(dagger=DAgger(LinearPolicy())),
+    options=(
+        Option("max_terms", ("dagger__student__max_terms",), "Features per action (none: all)."),
+        Option("alpha", ("dagger__student__alpha",), "Ridge penalty on standardised features.", float),
+        *_dagger_options(),
+    ),
+    picture_note="edge width: typical size of the term in visited states",
+))

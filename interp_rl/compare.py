@@ -1,0 +1,67 @@
+"""A controller against its teacher: return on the same episodes, and how closely it copies the actions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from interp_rl.policy import Policy
+from interp_rl.rollouts import EvalResult, collect, evaluate
+
+__all__ = ["FIDELITY_NOTE", "compare", "fidelity"]
+
+#: What the fidelity R² means, for people reading it next to a return.
+FIDELITY_NOTE = ("Fidelity R² compares the controller's actions with the teacher's on the same states (1: "
+                 "identical; 0: no better than the teacher's mean action; below 0: worse). A controller can "
+                 "act differently from its teacher yet as well, so a low or negative R² next to a high % of "
+                 "teacher is no contradiction.")
+
+
+def fidelity(student: Policy, observations: np.ndarray, teacher_actions: np.ndarray) -> dict[str, float]:
+    """R² and MSE of the student's actions against the teacher's on the given states."""
+    from sklearn.metrics import mean_squared_error, r2_score
+
+    pred = np.asarray(student.predict(observations)).reshape(teacher_actions.shape)
+    return {"r2": float(r2_score(teacher_actions, pred)),
+            "mse": float(mean_squared_error(teacher_actions, pred))}
+
+
+def compare(student: Policy, teacher: Policy, env_fn: Callable[[int], Any], *, episodes: int, seed: int,
+            fidelity_steps: int, teacher_result: EvalResult | None = None) -> dict[str, Any]:
+    """Return of teacher and student on the same episodes (seeds ``seed ...``), and action fidelity.
+
+    Fidelity is measured on ``fidelity_steps`` states visited by the teacher and as many visited
+    by the student, each labelled with the teacher's action.
+
+    Returns
+    -------
+    dict
+        ``teacher_return``, ``teacher_return_std``, ``teacher_returns``, ``student_return``,
+        ``student_return_std``, ``student_returns``, ``student_lengths``, ``worst_student_return``,
+        ``percent_of_teacher``, ``worst_percent_of_teacher`` (the worst episode against the
+        teacher's mean), ``fidelity_teacher_states`` and ``fidelity_student_states``.
+    """
+    t_res = teacher_result or evaluate(teacher, env_fn, episodes, seed)
+    s_res = evaluate(student, env_fn, episodes, seed)
+    on_teacher = collect(teacher, env_fn, fidelity_steps, seed)
+    on_student = collect(student, env_fn, fidelity_steps, seed, labeller=teacher)
+    t_mean = t_res.mean_return
+    worst = float(min(s_res.returns))
+    return {
+        "episodes": episodes,
+        "seed": seed,
+        "teacher_return": t_mean,
+        "teacher_return_std": t_res.std_return,
+        "teacher_returns": t_res.returns,
+        "student_return": s_res.mean_return,
+        "student_return_std": s_res.std_return,
+        "student_returns": s_res.returns,
+        "student_lengths": s_res.lengths,
+        "worst_student_return": worst,
+        "percent_of_teacher": 100.0 * s_res.mean_return / t_mean if t_mean else float("nan"),
+        "worst_percent_of_teacher": 100.0 * worst / t_mean if t_mean else float("nan"),
+        "fidelity_teacher_states": fidelity(student, on_teacher.observations, on_teacher.actions),
+        "fidelity_student_states": fidelity(student, on_student.observations, on_student.actions),
+    }

@@ -1,0 +1,13 @@
+"""The program kinds shipped with interp-rl, one module each; importing this package registers them.
+
+- :mod:`interp_rl.kinds.tree`: decision trees with constant or sparse-linear leaves (``tree``).
+- :mod:`interp_rl.kinds.linear`: sparse linear policies (``linear``).
+
+A new kind is a new module here (or anywhere) with a class decorated by
+:func:`interp_rl.program.register_program`; see :mod:`interp_rl.program`.
+"""
+
+from interp_rl.kinds.linear import LinearProgram
+from interp_rl.kinds.tree import TreeProgram, leaf_visit_counts
+
+__all__ = ["LinearProgram", "TreeProgram", "leaf_visit_counts"]
