@@ -37,7 +37,7 @@ __all__ = ["BenchResult", "RECORD_SCHEMA", "default_teachers_dir", "load_records
            "record_path", "run_cell", "run_suite", "teacher_command"]
 
 RECORD_SCHEMA = "interp-rl.bench-record/1"
-EXECUTORS = ("process", "ray")
+EXECUTORS = ("process", "ray", "inline")
 
 
 def default_teachers_dir() -> Path:
@@ -272,6 +272,8 @@ def _executor_jobs(executor: str, workers: int, ray_address: str | None) -> Any:
         return _ProcessJobs(workers)
     if executor == "ray":
         return _RayJobs(workers, ray_address)
+    if executor == "inline":
+        return _InlineJobs()
     raise InterpRLError(f"Unknown executor {executor!r}; use one of {', '.join(EXECUTORS)}.")
 
 
@@ -303,6 +305,29 @@ class _ProcessJobs:
             for proc in list(getattr(self.pool, "_processes", {}).values()):
                 proc.terminate()
         self.pool.shutdown(wait=True, cancel_futures=cancel)
+
+
+class _InlineJobs:
+    """Cells one after another in this process: for debugging, and for methods registered at run time."""
+
+    def __init__(self) -> None:
+        self.pending: dict[int, Cell] = {}
+        self._args: dict[int, tuple[Any, ...]] = {}
+
+    def submit(self, cell: Cell, *args: Any) -> None:
+        key = len(self._args)
+        self.pending[key], self._args[key] = cell, args
+
+    def next_done(self) -> Iterator[tuple[Cell, dict[str, Any] | None, str | None]]:
+        key = next(iter(self.pending))
+        cell = self.pending.pop(key)
+        try:
+            yield cell, run_cell(cell.to_dict(), *self._args.pop(key)), None
+        except Exception as exc:  # noqa: BLE001 - reported like a worker's failure
+            yield cell, None, "".join(traceback.format_exception_only(type(exc), exc)).strip()
+
+    def close(self, cancel: bool = False) -> None:
+        self.pending.clear()
 
 
 class _RayJobs:
@@ -374,8 +399,9 @@ def run_suite(
         Run only these method labels / seeds.
     workers : int
         Cells run at once.
-    executor : {"process", "ray"}
-        A local process pool, or Ray tasks (a local Ray instance, or ``ray_address``).
+    executor : {"process", "ray", "inline"}
+        A local process pool, Ray tasks (a local Ray instance, or ``ray_address``), or one cell
+        after another in this process (methods registered at run time are seen only there).
     progress : bool
         Show a progress bar naming the cells in flight, with an ETA.
     """

@@ -156,7 +156,7 @@ def prune(model: T, ccp_alpha: float, *, X: Any = None, y: Any = None, sample_we
     >>> from distill.tree import TreePolicy
     >>> X = np.linspace(-1, 1, 200)[:, None]
     >>> y = np.sign(X) + 0.01 * np.sin(40 * X)
-    >>> tree = TreePolicy(max_depth=4).fit(X, y)
+    >>> tree = TreePolicy(max_depth=4, max_leaves=None, leaf_model="constant").fit(X, y)
     >>> tree.tree_.n_leaves, prune(tree, 0.05).tree_.n_leaves
     (14, 2)
     """
@@ -199,7 +199,7 @@ def collapse_similar(model: T, atol: float) -> T:
     >>> from distill.tree import TreePolicy
     >>> X = np.linspace(-1, 1, 200)[:, None]
     >>> y = np.where(X < 0, -1.0, 1.0) + np.where(X < 0.5, 0.0, 0.001)
-    >>> tree = TreePolicy(max_depth=2).fit(X, y)
+    >>> tree = TreePolicy(max_depth=2, max_leaves=None, leaf_model="constant").fit(X, y)
     >>> tree.tree_.n_leaves, collapse_similar(tree, 0.01).tree_.n_leaves
     (3, 2)
     """

@@ -328,7 +328,27 @@ def evaluate(
         out.print(f"Wrote {json_out}")
 
 
-distill_app = typer.Typer(
+class _MethodCommands(typer.Typer):
+    """The ``distill`` group: one command per registered method, read from the registry at every run.
+
+    A method registered after import (a plugin, a test) is a command like the shipped ones.
+    """
+
+    @property  # type: ignore[override]
+    def registered_commands(self) -> list[Any]:
+        from typer.models import CommandInfo
+
+        from distill.methods import METHODS
+
+        return [CommandInfo(name=name, callback=_method_command(method), help=_sentence(method.description))
+                for name, method in sorted(METHODS.items())]
+
+    @registered_commands.setter
+    def registered_commands(self, value: list[Any]) -> None:
+        pass  # commands come from the registry
+
+
+distill_app = _MethodCommands(
     help="Distil a teacher into a transparent controller, by one of the methods below.",
     rich_markup_mode=None,
     no_args_is_help=True,
@@ -401,7 +421,7 @@ def _distill_command(method: Any) -> Callable[..., None]:
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__name__ = f"distill_{method.name}"
-    command.__doc__ = method.description[0].upper() + method.description[1:] + "."
+    command.__doc__ = _sentence(method.description)
     return command
 
 
@@ -411,6 +431,7 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
     from envs import get_task, task_signals
     from envs.teachers import load_teacher
     from interp_rl.compare import FIDELITY_NOTE
+    from interp_rl.errors import InvalidParameterError
 
     owner = f"interp-rl distill {method.name}"
     settings = {**_read_config_file(config), **{k: v for k, v in given.items() if v is not None}}
@@ -441,8 +462,12 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
                 bar.update(job, description=f"Tuning leaves: update {row['iteration']}, "
                                             f"return {row['return_mean']:.0f}")
 
-        metrics = run_job(method, t, resolved, out_dir, features=features, actions=actions,
-                          provenance=provenance, resume=resume, progress=on_round)
+        try:
+            metrics = run_job(method, t, resolved, out_dir, features=features, actions=actions,
+                              provenance=provenance, resume=resume, progress=on_round)
+        except InvalidParameterError as exc:  # a setting that does not suit this teacher: say it as typed
+            opt = method._option_for(exc)
+            raise (exc.renamed(opt.flag, owner) if opt is not None else exc) from None
     kind = metrics["kind"]
     table = Table(title=f"{kind.capitalize()} controller distilled from {t.algo.upper()} on {t.task} "
                         f"({metrics['episodes']} evaluation episodes)")
@@ -471,15 +496,20 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
         out.print(f"No picture rendered: {metrics['picture_error']}", markup=False)
 
 
-def _register_distill_commands() -> None:
-    from distill.methods import METHODS
-
-    for name, method in sorted(METHODS.items()):
-        fn = cli_errors(_distill_command(method), resumable="flag")
-        distill_app.command(name, help=f"{method.description[0].upper()}{method.description[1:]}.")(fn)
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
 
 
-_register_distill_commands()
+_COMMANDS: dict[int, tuple[Any, Callable[..., None]]] = {}
+
+
+def _method_command(method: Any) -> Callable[..., None]:
+    """The command of ``method`` (built once per method object)."""
+    held = _COMMANDS.get(id(method))
+    if held is None or held[0] is not method:
+        held = (method, cli_errors(_distill_command(method), resumable="flag"))
+        _COMMANDS[id(method)] = held
+    return held[1]
 
 
 @app.command()
@@ -585,7 +615,8 @@ def bench(
         "--seeds", "--seed", help="Only these seeds, comma-separated [default: the suite's].")] = None,
     workers: Annotated[int, typer.Option(help="Cells run at once.")] = 2,
     executor: Annotated[str, typer.Option(
-        help="'process' (a local process pool) or 'ray' (Ray tasks).")] = "process",
+        help="'process' (a local process pool), 'ray' (Ray tasks) or 'inline' (one cell after another in "
+             "this process).")] = "process",
     ray_address: Annotated[str | None, typer.Option(
         help="With --executor ray: the address of a running Ray cluster [default: start a local one].",
     )] = None,

@@ -132,7 +132,7 @@ def test_shipped_suites_load_and_expand_to_cells() -> None:
     mujoco = load_suite("mujoco")
     assert {t.name for t in mujoco.teachers} == {"HalfCheetah-SAC", "Hopper-PPO", "Walker2d-SAC", "Swimmer-SAC",
                                                   "Ant-TRPO"}
-    assert len(mujoco.cells()) == 5 * (3 + 2) * 3  # teachers x sizes (linear, constant) x seeds
+    assert len(mujoco.cells()) == 5 * (3 + 2 + 2) * 3  # teachers x sizes (linear-leaf and constant trees, linear) x seeds
     demo = load_suite("demo")
     assert demo.teachers[0].train is not None and len(demo.cells()) == 6
     quick = load_suite("quick")

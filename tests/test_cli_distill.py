@@ -141,8 +141,9 @@ def test_critic_weighting_without_a_critic_is_refused(shared_teachers, tmp_path)
     code, _, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "ppo", "Hopper"),
                            "--out", tmp_path / "t", "--weighting", "critic", *TINY)
     assert code == 1
-    assert stderr.strip() == ("Error: weighting='critic' needs a teacher with a Q-function (SAC, TD3, DDPG, TQC); "
-                              "the PPO teacher has none. Use weighting='auto' or 'none'.")
+    assert stderr.strip() == (
+        "Error: The '--weighting' option of interp-rl distill tree must be 'auto' or 'none' for a teacher without "
+        "a Q-function (the PPO teacher has none; SAC, TD3, DDPG and TQC have one). Got 'critic' instead.")
 
 
 def test_config_file_sets_defaults_and_options_win(shared_teachers, tmp_path):

@@ -7,21 +7,32 @@ import json
 import numpy as np
 import pytest
 
-from distill.dagger import STATE_FILE, DAgger, DistillInterrupted, critic_weights, rollout_mixture
+from distill.dagger import STATE_FILE, DAgger, critic_weights, rollout_mixture
+from interp_rl.errors import DistillInterrupted
 from distill.finetune import LeafTuner
 from distill.tree import TreePolicy
 from envs import env_factory
 from interp_rl.errors import InterpRLError, InvalidParameterError
 from interp_rl.rollouts import evaluate
 
+
+def CART(**params):  # noqa: N802 - reads like the estimator it builds
+    """A TreePolicy with CART's defaults (constant leaves, CART splits, no leaf limit) unless overridden."""
+    return TreePolicy(**{"leaf_model": "constant", "split_on": "constant", "max_leaves": None, **params})
+
+
 PENDULUM = env_factory("Pendulum-v1")
 
 
 class BangBang:
-    """Push with the swing: +2 when the angular velocity is positive, -2 otherwise."""
+    """Push with the swing: +2 when the angular velocity is positive, -2 otherwise (a Teacher, no critic)."""
 
+    task = "Pendulum-v1"
+    obs_dim, act_dim = 3, 1
     action_low = np.array([-2.0])
     action_high = np.array([2.0])
+    env_fn = staticmethod(PENDULUM)
+    has_q = has_value = False
 
     def __init__(self) -> None:
         self.calls = 0
@@ -32,7 +43,7 @@ class BangBang:
 
 
 def test_dagger_recovers_the_teachers_rule():
-    dagger = DAgger(TreePolicy(max_depth=1), n_iter=2, steps=400, eval_episodes=2).fit(BangBang(), PENDULUM)
+    dagger = DAgger(CART(max_depth=1), n_iter=2, steps=400, eval_episodes=2).fit(BangBang(), PENDULUM)
     tree = dagger.student_.tree_
     assert tree.feature[0] == 2 and abs(tree.threshold[0]) < 0.05
     np.testing.assert_allclose(sorted(tree.intercept[tree.leaves, 0]), [-2.0, 2.0])
@@ -58,14 +69,14 @@ def test_rounds_mix_teacher_and_student_by_beta():
     assert not np.allclose(led.observations[50:], own.observations[50:])
     np.testing.assert_array_equal(own.teacher_actions, teacher.predict(own.observations))
 
-    dagger = DAgger(TreePolicy(max_depth=1), n_iter=3, steps=200, beta_decay=0.5, eval_episodes=0)
+    dagger = DAgger(CART(max_depth=1), n_iter=3, steps=200, beta_decay=0.5, eval_episodes=0)
     dagger.fit(BangBang(), PENDULUM)
     assert [r["beta"] for r in dagger.history_] == [1.0, 0.5, 0.25, 0.125]
     assert dagger.best_round_ == 3  # no evaluation: the last round is kept
 
 
 def test_best_round_is_the_best_evaluated_one():
-    dagger = DAgger(TreePolicy(max_leaves=2), n_iter=3, steps=300, eval_episodes=2, seed=1)
+    dagger = DAgger(CART(max_leaves=2), n_iter=3, steps=300, eval_episodes=2, seed=1)
     dagger.fit(BangBang(), PENDULUM)
     returns = [r["return_mean"] for r in dagger.history_]
     assert dagger.best_round_ == int(np.argmax(returns))
@@ -73,7 +84,7 @@ def test_best_round_is_the_best_evaluated_one():
 
 
 def test_same_seed_same_student():
-    runs = [DAgger(TreePolicy(max_leaves=8), n_iter=2, steps=300, eval_episodes=1, seed=5).fit(BangBang(), PENDULUM)
+    runs = [DAgger(CART(max_leaves=8), n_iter=2, steps=300, eval_episodes=1, seed=5).fit(BangBang(), PENDULUM)
             for _ in range(2)]
     X = np.random.default_rng(0).uniform(-1, 1, size=(100, 3)) * [1, 1, 8]
     np.testing.assert_array_equal(runs[0].student_.predict(X), runs[1].student_.predict(X))
@@ -87,7 +98,7 @@ def test_interrupted_distillation_keeps_completed_rounds_and_resumes(tmp_path):
         if row["round"] == 1:
             raise KeyboardInterrupt
 
-    make = lambda: DAgger(TreePolicy(max_leaves=4), n_iter=3, steps=300, eval_episodes=1, seed=2,  # noqa: E731
+    make = lambda: DAgger(CART(max_leaves=4), n_iter=3, steps=300, eval_episodes=1, seed=2,  # noqa: E731
                           checkpoint_dir=ckpt)
     with pytest.raises(DistillInterrupted, match=r"2 completed round\(s\) are kept in"):
         make().fit(BangBang(), PENDULUM, progress=stop_after_round_1)
@@ -100,7 +111,7 @@ def test_interrupted_distillation_keeps_completed_rounds_and_resumes(tmp_path):
     teacher = BangBang()
     resumed = make().fit(teacher, PENDULUM, resume=True)
     assert teacher.calls == 2 * 300  # only rounds 2 and 3 were rolled out
-    straight = DAgger(TreePolicy(max_leaves=4), n_iter=3, steps=300, eval_episodes=1, seed=2).fit(
+    straight = DAgger(CART(max_leaves=4), n_iter=3, steps=300, eval_episodes=1, seed=2).fit(
         BangBang(), PENDULUM)
     assert [r["return_mean"] for r in resumed.history_] == [r["return_mean"] for r in straight.history_]
     X = np.random.default_rng(1).normal(size=(50, 3))
@@ -108,10 +119,10 @@ def test_interrupted_distillation_keeps_completed_rounds_and_resumes(tmp_path):
 
 
 def test_resume_refuses_other_settings(tmp_path):
-    DAgger(TreePolicy(max_leaves=4), n_iter=0, steps=200, eval_episodes=0, checkpoint_dir=tmp_path).fit(
+    DAgger(CART(max_leaves=4), n_iter=0, steps=200, eval_episodes=0, checkpoint_dir=tmp_path).fit(
         BangBang(), PENDULUM)
     with pytest.raises(InterpRLError, match="it was started with steps=200, not 300"):
-        DAgger(TreePolicy(max_leaves=4), n_iter=1, steps=300, eval_episodes=0, checkpoint_dir=tmp_path).fit(
+        DAgger(CART(max_leaves=4), n_iter=1, steps=300, eval_episodes=0, checkpoint_dir=tmp_path).fit(
             BangBang(), PENDULUM, resume=True)
 
 
@@ -124,16 +135,16 @@ def test_resume_refuses_other_settings(tmp_path):
 ])
 def test_bad_parameters(params, message):
     with pytest.raises(InvalidParameterError) as exc:
-        DAgger(TreePolicy(), **params).fit(BangBang(), PENDULUM)
+        DAgger(CART(), **params).fit(BangBang(), PENDULUM)
     assert str(exc.value) == message
 
 
 def test_critic_weighting_needs_a_critic():
     with pytest.raises(InvalidParameterError) as exc:
-        DAgger(TreePolicy(), weighting="critic").fit(BangBang(), PENDULUM)
+        DAgger(CART(), weighting="critic").fit(BangBang(), PENDULUM)
     assert str(exc.value) == (
-        "weighting='critic' needs a teacher with a Q-function (SAC, TD3, DDPG, TQC); the given teacher has "
-        "none. Use weighting='auto' or 'none'."
+        "The 'weighting' parameter of DAgger must be 'auto' or 'none' for a teacher without a Q-function (the "
+        "given teacher has none; SAC, TD3, DDPG and TQC have one). Got 'critic' instead."
     )
 
 
@@ -141,8 +152,8 @@ def test_critic_weighting_needs_a_critic():
 def test_ppo_teacher_falls_back_to_uniform_weights_and_refuses_critic(teachers):
     ppo = teachers["ppo_hopper"]
     with pytest.raises(InvalidParameterError, match="the PPO teacher has none"):
-        DAgger(TreePolicy(), weighting="critic").fit(ppo, ppo.env_fn)
-    dagger = DAgger(TreePolicy(max_leaves=4), n_iter=0, steps=300, eval_episodes=0).fit(ppo, ppo.env_fn)
+        DAgger(CART(), weighting="critic").fit(ppo, ppo.env_fn)
+    dagger = DAgger(CART(max_leaves=4), n_iter=0, steps=300, eval_episodes=0).fit(ppo, ppo.env_fn)
     assert dagger.weighting_ == "none"
     np.testing.assert_array_equal(dagger.sample_weight_, np.ones(300))
 
@@ -159,7 +170,7 @@ def test_sac_critic_weights_favour_states_where_the_action_matters(teachers):
     q_star = sac.q_values(roll.observations, roll.teacher_actions)
     q_rand = sac.q_values(roll.observations, np.random.default_rng(1).uniform(-1, 1, size=(300, 2)))
     assert np.mean(q_star > q_rand) > 0.9
-    dagger = DAgger(TreePolicy(max_leaves=4), n_iter=0, steps=300, eval_episodes=0).fit(sac, sac.env_fn)
+    dagger = DAgger(CART(max_leaves=4), n_iter=0, steps=300, eval_episodes=0).fit(sac, sac.env_fn)
     assert dagger.weighting_ == "critic" and dagger.sample_weight_.std() > 0.05
 
 
@@ -168,7 +179,7 @@ def test_leaf_tuning_improves_a_bad_tree_on_the_return():
     # tuning the two leaf forces on the return alone should make it balance longer.
     cartpole = env_factory("InvertedPendulum-v5")
     X = np.c_[np.zeros((40, 1)), np.linspace(-1, 1, 40), np.zeros((40, 2))]
-    rough = TreePolicy(max_depth=1, action_low=-3.0, action_high=3.0).fit(X, np.where(X[:, 1:2] > 0, 1.0, -1.0))
+    rough = CART(max_depth=1, action_low=-3.0, action_high=3.0).fit(X, np.where(X[:, 1:2] > 0, 1.0, -1.0))
     tuner = LeafTuner(n_iter=20, n_directions=4, step_size=0.3, noise=0.2, eval_every=5, eval_episodes=2,
                       seed=0).fit(rough, cartpole, feature_scale=np.ones(4))
     assert tuner.best_return_ > tuner.initial_return_ + 30

@@ -25,7 +25,6 @@ from hypothesis import strategies as st
 
 from interp_rl.errors import InterpRLError, InvalidParameterError
 from interp_rl.export import (
-    ExportError,
     compile_c,
     load_c_controller,
     load_python_controller,
@@ -34,7 +33,9 @@ from interp_rl.export import (
     to_python,
     write_exports,
 )
-from interp_rl.program import Controller, ControllerFormatError, Signal, TreeProgram, load_controller
+from interp_rl.errors import ControllerFormatError, ExportError
+from interp_rl.kinds.tree import TreeProgram
+from interp_rl.program import Controller, Signal, load_controller
 
 
 def _compiler() -> str | None:
@@ -322,13 +323,14 @@ def _one_split() -> Controller:
 EXPECTED_PYTHON = '''\
 """Standalone controller exported by interp-rl: ``act(obs)`` maps one raw observation to actions.
 
-Standard library only. The arithmetic follows the interp-rl controller contract, so ``act``
-returns the same floats, bit for bit, as ``Controller.predict``: at a leaf
-``y = intercept + c1 * obs[j1] + ...`` is evaluated left to right in ascending feature order,
-then clipped as ``min(max(y, low), high)``; a split goes left when ``obs[j] <= threshold``.
+Standard library only. The arithmetic follows the interp-rl controller contract of its
+program kind (tree), so ``act`` returns the same floats, bit for bit, as
+``Controller.predict``: sums ``y = c0 + c1 * obs[j1] + ...`` are evaluated left to right in
+ascending feature order, then clipped as ``min(max(y, low), high)``.
 """
 
 # task: Toy-v0
+# program kind: tree
 # format: interp-rl-controller version 1
 # observations (OBS_DIM = 2):
 #   obs[0] = thigh_angle [rad]
@@ -354,10 +356,10 @@ def act(obs: list[float]) -> list[float]:
         bad = next(i for i, v in enumerate(obs) if not math.isfinite(v))
         raise ValueError(f"obs[{bad}] ({FEATURES[bad]}) is {obs[bad]}; observations must be finite.")
     if obs[0] <= 0.21:  # thigh_angle [rad]
-        # leaf 1
+        # leaf 1 of 2
         y0 = -1.0
     else:
-        # leaf 2
+        # leaf 2 of 2
         y0 = 0.25 - 2.0 * obs[1]
     return [min(max(y0, -1.0), 1.0)]
 '''

@@ -13,11 +13,17 @@ from distill.tree import TreePolicy
 from interp_rl.errors import InvalidParameterError
 
 
+def CART(**params):  # noqa: N802 - reads like the estimator it builds
+    """A TreePolicy with CART's defaults (constant leaves, CART splits, no leaf limit) unless overridden."""
+    return TreePolicy(**{"leaf_model": "constant", "split_on": "constant", "max_leaves": None, **params})
+
+
+
 @parametrize_with_checks([
-    TreePolicy(),
-    TreePolicy(max_depth=3, leaf_model="linear"),
-    TreePolicy(max_leaves=8, leaf_model="linear", max_leaf_terms=2, split_on="residual"),
-    TreePolicy(max_leaves=6, leaf_model="linear", split_on="linear"),
+    CART(),
+    CART(max_depth=3, leaf_model="linear"),
+    CART(max_leaves=8, leaf_model="linear", max_leaf_terms=2, split_on="residual"),
+    CART(max_leaves=6, leaf_model="linear", split_on="linear"),
 ])
 def test_sklearn_contract(estimator, check):
     check(estimator)
@@ -26,7 +32,7 @@ def test_sklearn_contract(estimator, check):
 def test_depth_one_tree_finds_the_threshold():
     X = np.linspace(-2, 2, 401)[:, None]
     y = np.where(X[:, 0] <= -0.7, 0.5, -0.25)[:, None]
-    tree = TreePolicy(max_depth=1).fit(X, y)
+    tree = CART(max_depth=1).fit(X, y)
     assert tree.tree_.n_leaves == 2
     assert tree.tree_.feature[0] == 0
     assert -0.71 < tree.tree_.threshold[0] < -0.69
@@ -37,10 +43,10 @@ def test_picks_the_feature_that_matters_and_obeys_the_limits():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2000, 5))
     y = np.c_[np.sign(X[:, 3]), np.sin(X[:, 1])]
-    tree = TreePolicy(max_leaves=6, random_state=0).fit(X, y)
+    tree = CART(max_leaves=6, random_state=0).fit(X, y)
     assert tree.tree_.feature[0] == 3
     assert tree.get_n_leaves() == 6
-    assert TreePolicy(max_depth=2).fit(X, y).get_depth() == 2
+    assert CART(max_depth=2).fit(X, y).get_depth() == 2
 
 
 def test_constant_tree_equals_scikit_learn():
@@ -48,7 +54,7 @@ def test_constant_tree_equals_scikit_learn():
     X = rng.normal(size=(500, 4))
     y = np.c_[X[:, 0] ** 2, np.abs(X[:, 1])]
     w = rng.uniform(0.1, 2.0, size=500)
-    ours = TreePolicy(max_leaves=12, random_state=0).fit(X, y, sample_weight=w)
+    ours = CART(max_leaves=12, random_state=0).fit(X, y, sample_weight=w)
     ref = DecisionTreeRegressor(max_leaf_nodes=12, random_state=0).fit(X, y, sample_weight=w)
     np.testing.assert_allclose(ours.predict(X), ref.predict(X))
 
@@ -57,7 +63,7 @@ def test_linear_leaves_recover_a_piecewise_linear_policy():
     rng = np.random.default_rng(2)
     X = rng.uniform(-1, 1, size=(3000, 6))
     y = np.where(X[:, 0] <= 0.2, 0.5 * X[:, 2] - 1.0, -0.3 * X[:, 4] + 1.0)[:, None]
-    tree = TreePolicy(max_depth=1, leaf_model="linear", max_leaf_terms=1, leaf_alpha=0.0).fit(X, y)
+    tree = CART(max_depth=1, leaf_model="linear", max_leaf_terms=1, leaf_alpha=0.0).fit(X, y)
     left, right = tree.tree_.left[0], tree.tree_.right[0]
     assert tree.tree_.leaf_terms(left, 0) == [(2, pytest.approx(0.5))]
     assert tree.tree_.leaf_terms(right, 0) == [(4, pytest.approx(-0.3))]
@@ -70,8 +76,8 @@ def test_linear_splits_see_through_a_global_slope():
     rng = np.random.default_rng(3)
     X = rng.uniform(-1, 1, size=(4000, 2))
     y = (3 * X[:, 1] + (X[:, 0] > 0.3))[:, None]
-    plain = TreePolicy(max_depth=1, leaf_model="linear").fit(X, y)
-    split = TreePolicy(max_depth=1, leaf_model="linear", split_on="residual").fit(X, y)
+    plain = CART(max_depth=1, leaf_model="linear").fit(X, y)
+    split = CART(max_depth=1, leaf_model="linear", split_on="residual").fit(X, y)
     assert plain.tree_.feature[0] == 1
     assert split.tree_.feature[0] == 0 and abs(split.tree_.threshold[0] - 0.3) < 0.01
     assert split.score(X, y) > plain.score(X, y)
@@ -80,7 +86,7 @@ def test_linear_splits_see_through_a_global_slope():
 def test_actions_are_clipped_to_the_bounds():
     X = np.linspace(-1, 1, 50)[:, None]
     y = 3 * X
-    tree = TreePolicy(max_depth=2, leaf_model="linear", leaf_alpha=0.0, action_low=-1.0,
+    tree = CART(max_depth=2, leaf_model="linear", leaf_alpha=0.0, action_low=-1.0,
                       action_high=1.0).fit(X, y)
     pred = tree.predict(np.array([[-1.0], [1.0], [0.1]]))
     np.testing.assert_allclose(pred, [[-1.0], [1.0], [0.3]], atol=1e-6)
@@ -90,8 +96,8 @@ def test_sample_weights_steer_the_fit():
     X = np.r_[np.zeros(10), np.ones(10)][:, None]
     y = np.r_[np.zeros(10), np.ones(10)][:, None]
     w = np.r_[np.full(10, 9.0), np.ones(10)]
-    stump = TreePolicy(max_leaves=2).fit(X, y, sample_weight=w)
-    mean = TreePolicy(max_depth=1, min_samples_leaf=11).fit(X, y, sample_weight=w)  # no split allowed
+    stump = CART(max_leaves=2).fit(X, y, sample_weight=w)
+    mean = CART(max_depth=1, min_samples_leaf=11).fit(X, y, sample_weight=w)  # no split allowed
     assert stump.tree_.n_leaves == 2
     assert mean.predict(np.zeros((1, 1)))[0, 0] == pytest.approx(0.1)
 
@@ -106,12 +112,12 @@ def test_sample_weights_steer_the_fit():
 ])
 def test_bad_parameters_name_themselves(params, message):
     with pytest.raises(InvalidParameterError) as exc:
-        TreePolicy(**params).fit(np.zeros((4, 2)), np.zeros((4, 1)))
+        CART(**params).fit(np.zeros((4, 2)), np.zeros((4, 1)))
     assert str(exc.value) == message
 
 
 def test_clone_keeps_params_and_does_not_share_state():
-    tree = TreePolicy(max_leaves=4, leaf_model="linear").fit(np.random.rand(50, 3), np.random.rand(50, 2))
+    tree = CART(max_leaves=4, leaf_model="linear").fit(np.random.rand(50, 3), np.random.rand(50, 2))
     twin = clone(tree)
     assert twin.get_params() == tree.get_params()
     assert not hasattr(twin, "tree_")
@@ -123,7 +129,7 @@ def wiggly():
     rng = np.random.default_rng(4)
     X = rng.normal(size=(800, 3))
     y = np.c_[np.sin(2 * X[:, 0]) + 0.3 * X[:, 1], np.tanh(X[:, 2])]
-    return X, y, TreePolicy(max_depth=6, random_state=0).fit(X, y)
+    return X, y, CART(max_depth=6, random_state=0).fit(X, y)
 
 
 def test_cost_complexity_path_matches_scikit_learn(wiggly):
@@ -157,7 +163,7 @@ def test_pruning_refits_linear_leaves_when_given_data():
     rng = np.random.default_rng(5)
     X = rng.uniform(-1, 1, size=(1000, 2))
     y = (2 * X[:, 0] + np.where(X[:, 1] > 0, 3.0, 0.0))[:, None]
-    tree = TreePolicy(max_depth=4, leaf_model="linear").fit(X, y)
+    tree = CART(max_depth=4, leaf_model="linear").fit(X, y)
     bare = prune_to_leaves(tree, 2)
     refit = prune_to_leaves(tree, 2, X=X, y=y)
     assert refit.tree_.n_terms > 0 and bare.tree_.n_terms == 0
@@ -168,7 +174,7 @@ def test_collapse_merges_children_that_act_alike():
     X = np.linspace(0, 4, 400)[:, None]
     y = np.floor(X)  # 0, 1, 2, 3 on four intervals
     y[X[:, 0] >= 2] = 2.0 + 0.001 * (X[X[:, 0] >= 2] >= 3)
-    tree = TreePolicy(max_depth=2).fit(X, y)
+    tree = CART(max_depth=2).fit(X, y)
     assert tree.tree_.n_leaves == 4
     merged = collapse_similar(tree, 0.01)
     assert merged.tree_.n_leaves == 3
@@ -189,15 +195,15 @@ def test_model_tree_splits_find_a_kink_that_constant_splits_miss():
     rng = np.random.default_rng(3)
     X = rng.uniform(-1, 1, size=(4000, 3))
     y = (np.abs(X[:, 0]) + 3 * X[:, 1])[:, None]
-    cart = TreePolicy(max_depth=1, leaf_model="linear").fit(X, y)
-    model = TreePolicy(max_depth=1, leaf_model="linear", split_on="linear").fit(X, y)
+    cart = CART(max_depth=1, leaf_model="linear").fit(X, y)
+    model = CART(max_depth=1, leaf_model="linear", split_on="linear").fit(X, y)
     assert cart.tree_.feature[0] == 1
     assert model.tree_.feature[0] == 0 and abs(model.tree_.threshold[0]) < 0.01
     assert model.score(X, y) > 0.9999 > cart.score(X, y)
-    deeper = TreePolicy(max_leaves=5, leaf_model="linear", split_on="linear", random_state=0).fit(X, y)
+    deeper = CART(max_leaves=5, leaf_model="linear", split_on="linear", random_state=0).fit(X, y)
     assert deeper.tree_.n_leaves <= 5
 
 
 def test_split_on_needs_linear_leaves():
-    with pytest.raises(InvalidParameterError, match="split_on='linear' chooses splits for linear leaves"):
-        TreePolicy(split_on="linear").fit(np.zeros((4, 2)), np.zeros((4, 1)))
+    with pytest.raises(InvalidParameterError, match=r"The 'split_on' parameter of TreePolicy must be 'auto' or 'constant' with constant leaves \(it chooses splits for linear leaves\). Got 'linear' instead."):
+        CART(split_on="linear").fit(np.zeros((4, 2)), np.zeros((4, 1)))

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from interp_rl.errors import InterpRLError, InvalidParameterError, ObservationError
-from interp_rl.program import Controller, Signal, TreeProgram
+from interp_rl.kinds.tree import TreeProgram
+from interp_rl.program import Controller, Signal
+from interp_rl.errors import RenderError
 from interp_rl.viz import (
-    RenderError,
     decision_path_text,
     export_text,
     leaf_visit_counts,
@@ -78,13 +79,13 @@ def _styled_lines(dot: str) -> list[str]:
 def test_export_text_snapshot() -> None:
     assert export_text(_controller()) == (
         "|--- thigh_joint_angle [rad] <= 0.210\n"
-        "|   |--- thigh_torque [N·m] = -0.520, leg_torque = 0.100   (n=1234)\n"
+        "|   |--- leaf 1: thigh_torque [N·m] = -0.520, leg_torque = 0.100   (62% of data)\n"
         "|--- thigh_joint_angle [rad] >  0.210\n"
         "|   |--- torso_vx [m/s] <= -0.500\n"
-        "|   |   |--- thigh_torque [N·m] = 0.300, leg_torque = -0.250   (n=600)\n"
+        "|   |   |--- leaf 2: thigh_torque [N·m] = 0.300, leg_torque = -0.250   (30% of data)\n"
         "|   |--- torso_vx [m/s] >  -0.500\n"
-        "|   |   |--- thigh_torque [N·m] = 0.120 - 0.310*torso_vx, "
-        "leg_torque = 1.500*thigh_joint_angle + 0.250*torso_vx   (n=166)\n"
+        "|   |   |--- leaf 3: thigh_torque [N·m] = 0.120 - 0.310*torso_vx, "
+        "leg_torque = 1.500*thigh_joint_angle + 0.250*torso_vx   (8% of data)\n"
         "actions are clipped to thigh_torque [N·m] in [-1.000, 1.000], leg_torque in [-1.000, 1.000]"
     )
 
@@ -97,9 +98,9 @@ def test_export_text_precision_and_no_counts_or_bounds() -> None:
     # A tiny threshold keeps significant digits instead of printing 0; a zero intercept is dropped.
     assert export_text(ctrl, precision=1) == (
         "|--- x <= 1e-05\n"
-        "|   |--- u = -1.0*x\n"
+        "|   |--- leaf 1: u = -1.0*x\n"
         "|--- x >  1e-05\n"
-        "|   |--- u = 2.0"
+        "|   |--- leaf 2: u = 2.0"
     )
 
 
@@ -107,7 +108,7 @@ def test_export_text_max_depth_truncates_with_leaf_counts() -> None:
     note = "actions are clipped to thigh_torque [N·m] in [-1.000, 1.000], leg_torque in [-1.000, 1.000]"
     assert export_text(_controller(), max_depth=1) == (
         "|--- thigh_joint_angle [rad] <= 0.210\n"
-        "|   |--- thigh_torque [N·m] = -0.520, leg_torque = 0.100   (n=1234)\n"
+        "|   |--- leaf 1: thigh_torque [N·m] = -0.520, leg_torque = 0.100   (62% of data)\n"
         "|--- thigh_joint_angle [rad] >  0.210\n"
         "|   |--- ... (2 leaves below)\n" + note
     )
@@ -136,16 +137,16 @@ def test_to_dot_snapshot_and_determinism() -> None:
         '  edge [fontname="Helvetica", fontsize=10];\n'
         '  n0 [label="thigh_joint_angle <= 0.21 rad"];\n'
         '  n0 -> n1 [label="yes"];\n'
-        '  n1 [label="thigh_torque [N·m] = -0.52\\nleg_torque = 0.1\\nn = 1234", style="rounded,filled", '
+        '  n1 [label="leaf 1\\nthigh_torque [N·m] = -0.52\\nleg_torque = 0.1\\n62% of data", style="rounded,filled", '
         'fillcolor="#f2f2f2"];\n'
         '  n0 -> n2 [label="no"];\n'
         '  n2 [label="torso_vx <= -0.5 m/s"];\n'
         '  n2 -> n3 [label="yes"];\n'
-        '  n3 [label="thigh_torque [N·m] = 0.3\\nleg_torque = -0.25\\nn = 600", style="rounded,filled", '
+        '  n3 [label="leaf 2\\nthigh_torque [N·m] = 0.3\\nleg_torque = -0.25\\n30% of data", style="rounded,filled", '
         'fillcolor="#f2f2f2"];\n'
         '  n2 -> n4 [label="no"];\n'
-        '  n4 [label="thigh_torque [N·m] = 0.12 - 0.31*torso_vx\\n'
-        'leg_torque = 1.5*thigh_joint_angle + 0.25*torso_vx\\nn = 166", style="rounded,filled", '
+        '  n4 [label="leaf 3\\nthigh_torque [N·m] = 0.12 - 0.31*torso_vx\\n'
+        'leg_torque = 1.5*thigh_joint_angle\\n    + 0.25*torso_vx\\n8% of data", style="rounded,filled", '
         'fillcolor="#f2f2f2"];\n'
         "}"
     )
@@ -192,7 +193,7 @@ def test_highlight_path_must_be_a_parent_child_chain() -> None:
         "highlight_path must run from parent to child like program.decision_path(x); "
         "node 3 is not a child of node 0."
     )
-    with pytest.raises(InvalidParameterError, match=r"highlight_path holds 9, which is not a node id in \[0, 5\)"):
+    with pytest.raises(InvalidParameterError, match=r"The 'highlight_path' parameter of to_dot must be node ids in \[0, 5\). Got 9 instead."):
         to_dot(_controller(), highlight_path=[0, 9])
 
 
@@ -228,7 +229,7 @@ def test_leaf_visit_percentages_round_to_exactly_100() -> None:
 def test_leaf_visits_must_count_leaves_only() -> None:
     with pytest.raises(InvalidParameterError, match="counts visits at internal node 0"):
         to_dot(_controller(), leaf_visits=[1, 0, 0, 0, 0])
-    with pytest.raises(InvalidParameterError, match=r"shape \(5,\); got shape \(3,\)"):
+    with pytest.raises(InvalidParameterError, match=r"must be one count per node, shape \(5,\). Got 'shape \(3,\)' instead."):
         to_dot(_controller(), leaf_visits=[1, 0, 0])
 
 
@@ -237,7 +238,7 @@ def test_linear_leaves_show_their_largest_terms_first() -> None:
                                    coef={0: {(0, 0): 0.1, (0, 1): -3.0, (0, 2): 0.2, (0, 3): 2.0, (0, 4): -0.3}},
                                    obs_dim=5)
     ctrl = Controller(prog, features=[Signal(f"f{i}") for i in range(5)], actions=[Signal("u")])
-    assert 'label="u = 0.5 - 3*f1 + 2*f3 + … (3 more terms)"' in to_dot(ctrl, max_terms=2)
+    assert 'label="leaf 1\\nu = 0.5 - 3*f1 + 2*f3 + … (3 more terms)"' in to_dot(ctrl, max_terms=2)
     assert "u = 0.500 + 0.100*f0 - 3.000*f1 + 0.200*f2 + 2.000*f3 - 0.300*f4" in export_text(ctrl)
 
 
@@ -249,13 +250,13 @@ def test_decision_path_text_names_values_and_clipping() -> None:
     assert decision_path_text(ctrl, [1.0, 0.0]) == (
         "thigh_joint_angle = 1 rad > 0.21\n"
         "torso_vx = 0 m/s > -0.5\n"
-        "→ leaf 4 (n=166)\n"
+        "→ leaf 3 of 3 (8% of data)\n"
         "  thigh_torque [N·m] = 0.12 - 0.31*torso_vx = 0.12\n"
         "  leg_torque = 1.5*thigh_joint_angle + 0.25*torso_vx = 1.5 → clipped to 1"
     )
     assert decision_path_text(ctrl, [[0.2, 7.0]]) == (
         "thigh_joint_angle = 0.2 rad <= 0.21\n"
-        "→ leaf 1 (n=1234)\n"
+        "→ leaf 1 of 3 (62% of data)\n"
         "  thigh_torque [N·m] = -0.52\n"
         "  leg_torque = 0.1"
     )
@@ -285,7 +286,7 @@ def _awkward() -> Controller:
 def test_labels_with_quotes_backslashes_and_newlines_are_escaped() -> None:
     dot = to_dot(_awkward(), title='t "q" \\')
     assert '  n0 [label="say \\"hi\\" <b> <= 0.5 a\\\\b"];' in dot
-    assert 'label="u>v w = -1"' in dot
+    assert 'label="leaf 1\\nu>v w = -1"' in dot
     assert 'graph [label="t \\"q\\" \\\\", labelloc="t"' in dot
 
 
@@ -314,14 +315,14 @@ def test_render_svg_and_png(tmp_path: Path) -> None:
 def test_render_unknown_suffix_names_it_and_the_accepted_ones(tmp_path: Path) -> None:
     with pytest.raises(RenderError) as exc:
         render("digraph { a }", "tree.jpg")
-    assert str(exc.value) == "Cannot render to 'tree.jpg': unknown suffix '.jpg'; use one of .svg, .png, .pdf."
+    assert str(exc.value) == "Cannot render to 'tree.jpg': unknown suffix '.jpg'; use one of .svg, .png, .pdf, .dot."
     assert isinstance(exc.value, InterpRLError)
     with pytest.raises(RenderError) as exc:
         render("digraph { a }", "tree")
-    assert str(exc.value) == "Cannot render to 'tree': unknown suffix ''; use one of .svg, .png, .pdf."
+    assert str(exc.value) == "Cannot render to 'tree': unknown suffix ''; use one of .svg, .png, .pdf, .dot."
     with pytest.raises(RenderError) as exc:
         render("digraph { a }", tmp_path / "tree.svg", format="gif")
-    assert str(exc.value) == "Unknown render format 'gif'; use one of svg, png, pdf."
+    assert str(exc.value) == "Unknown render format 'gif'; use one of svg, png, pdf, dot."
     assert not (tmp_path / "tree.svg").exists()
 
 
@@ -333,7 +334,7 @@ def test_render_without_the_dot_program_says_to_install_graphviz(
         render(to_dot(_controller()), tmp_path / "tree.svg")
     assert str(exc.value) == (
         "Rendering needs the Graphviz 'dot' program, which is not on PATH; install Graphviz "
-        "(e.g. `apt-get install graphviz` or `brew install graphviz`) or save the DOT text instead."
+        "(e.g. `apt-get install graphviz` or `brew install graphviz`) or write the DOT text instead (a .dot file)."
     )
     assert list(tmp_path.iterdir()) == []
 
