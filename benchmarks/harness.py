@@ -337,8 +337,8 @@ class _RayJobs:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         try:
             import ray
-        except ImportError:  # pragma: no cover - ray is a dependency
-            raise InterpRLError("--executor ray needs the 'ray' package: pip install 'ray>=2.9'.") from None
+        except ImportError:
+            raise InterpRLError("--executor ray needs Ray, an optional extra: pip install 'interp-rl[ray]'.") from None
         self.ray = ray
         self.started = not ray.is_initialized()
         if self.started:
