@@ -55,7 +55,8 @@ def test_distill_writes_controller_pictures_exports_and_metrics(swimmer_tree):
     assert [r["round"] for r in metrics["dagger_history"]] == [0, 1]
     assert [h["iteration"] for h in metrics["tuning"]["history"]] == [0, 2]
     config = json.loads((swimmer_tree / "config.json").read_text())
-    assert config["config"]["max_leaves"] == 4 and config["config"]["seed"] == 3
+    assert config["settings"]["max_leaves"] == 4 and config["settings"]["seed"] == 3
+    assert config["params"]["dagger__student__max_leaves"] == 4 and config["params"]["dagger__seed"] == 3
     assert config["teacher"]["algo"] == "sac" and config["task"] == "Swimmer-v5"
     rules = (swimmer_tree / "rules.txt").read_text()
     assert "motor1_rot_torque" in rules and "x[" not in rules
@@ -104,7 +105,7 @@ def test_export_writes_the_formats_asked_for(swimmer_tree, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["controller.c"]
     assert "void act(const double *obs, double *action)" in (tmp_path / "controller.c").read_text()
     code, _, stderr = _run("export", swimmer_tree, "--format", "rust", "--out", tmp_path)
-    assert code == 1 and stderr.strip() == "Error: Unknown export format 'rust'; use python, c or json."
+    assert code == 1 and stderr.strip() == "Error: The '--format' option of interp-rl export must be python, c or json. Got 'rust' instead."
 
 
 def test_export_refuses_a_corrupt_controller(tmp_path):
@@ -122,11 +123,11 @@ def test_rerun_into_a_finished_folder_is_refused(swimmer_tree, shared_teachers):
 
 
 @pytest.mark.parametrize(("args", "line"), [
-    (["--max-leaves", "0"], "Error: The 'max_leaves' parameter of distill tree must be an int in [2, inf). Got 0 instead."),
-    (["--max-depth", "-1"], "Error: The 'max_depth' parameter of distill tree must be an int in [1, 32]. Got -1 instead."),
-    (["--iterations", "-2"], "Error: The 'iterations' parameter of distill tree must be an int in [0, inf). Got -2 instead."),
+    (["--max-leaves", "0"], "Error: The '--max-leaves' option of interp-rl distill tree must be an int in [2, inf). Got 0 instead."),
+    (["--max-depth", "-1"], "Error: The '--max-depth' option of interp-rl distill tree must be an int in [1, 32]. Got -1 instead."),
+    (["--iterations", "-2"], "Error: The '--iterations' option of interp-rl distill tree must be an int in [0, inf). Got -2 instead."),
     (["--leaf-model", "cubic"],
-     "Error: The 'leaf_model' parameter of distill tree must be one of 'constant', 'linear'. Got 'cubic' instead."),
+     "Error: The '--leaf-model' option of interp-rl distill tree must be one of 'constant', 'linear'. Got 'cubic' instead."),
     (["--env", "Hopper-v5"],
      "Error: The teacher observes 8 features, but Hopper-v5 gives 11; is it a teacher for another task?"),
 ])
@@ -154,31 +155,31 @@ def test_config_file_sets_defaults_and_options_win(shared_teachers, tmp_path):
     code, _, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "sac", "Swimmer"),
                            "--out", out, "--config", cfg, "--max-leaves", "2")
     assert code == 0, stderr
-    resolved = json.loads((out / "config.json").read_text())["config"]
+    resolved = json.loads((out / "config.json").read_text())["settings"]
     assert resolved["max_leaves"] == 2 and resolved["leaf_model"] == "constant" and resolved["iterations"] == 0
     assert load_controller(out).program.n_leaves == 2
     bad = tmp_path / "bad.toml"
     bad.write_text("max_leafs = 3\n")
     code, _, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "sac", "Swimmer"),
                            "--out", tmp_path / "u", "--config", bad)
-    assert code == 1 and stderr.startswith("Error: Unknown tree distillation setting(s): max_leafs; known: ")
+    assert code == 1 and stderr.startswith("Error: Unknown setting(s) of interp-rl distill tree: max_leafs; known: ")
 
 
 def test_interrupted_distillation_resumes_from_its_completed_rounds(shared_teachers, tmp_path, teachers):
-    from distill.dagger import DistillInterrupted
-    from distill.run import TreeDistillConfig, distill_tree
+    from distill import METHODS, run_job
+    from interp_rl.errors import DistillInterrupted
 
     sac = teachers["sac_swimmer"]
     out = tmp_path / "t"
-    cfg = TreeDistillConfig(max_leaves=4, iterations=2, steps=1000, eval_episodes=1, fidelity_steps=200,
-                            select_episodes=1)
+    cfg = {"max_leaves": 4, "iterations": 2, "steps": 1000, "eval_episodes": 1, "fidelity_steps": 200,
+           "select_episodes": 1}
 
     def stop(row):
         if row.get("round") == 1:
             raise KeyboardInterrupt
 
     with pytest.raises(DistillInterrupted, match="2 completed round"):
-        distill_tree(sac, sac.env_fn, cfg, out, task="Swimmer-v5", progress=stop)
+        run_job(METHODS["tree"], sac, cfg, out, progress=stop)
     assert sorted(p.name for p in (out / "checkpoint").glob("round_*.npz")) == ["round_00.npz", "round_01.npz"]
     code, _, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "sac", "Swimmer"),
                            "--out", out, "--config", out / "config.json")
