@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from interp_rl.errors import InterpRLError, SuiteError
+from interp_rl.errors import SuiteError
 
 __all__ = ["Cell", "MethodSpec", "Suite", "SuiteError", "TeacherSpec", "builtin_suites", "load_suite"]
 

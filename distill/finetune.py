@@ -17,10 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-
-from distill.dagger import SELECTION_SEED_OFFSET
 from sklearn.base import BaseEstimator
 
+from distill.dagger import SELECTION_SEED_OFFSET
 from distill.tree import TreePolicy
 from interp_rl._validation import check_float, check_int
 from interp_rl.errors import bad_value

@@ -17,13 +17,13 @@ import numpy as np
 import yaml
 
 from envs.registry import EnvVariant, Task, env_factory, resolve_task
-from interp_rl.errors import ObservationError, TeacherLoadError
 from envs.sb3 import (
     ObsNormalizer,
     SB3Teacher,
     load_sb3_model,
     read_vecnormalize,
 )
+from interp_rl.errors import ObservationError, TeacherLoadError
 
 __all__ = ["TEACHER_FILE", "find_zoo_model", "load_teacher", "read_zoo_config"]
 

@@ -23,13 +23,13 @@ import numpy as np
 import yaml
 
 from envs.registry import EnvVariant, env_factory, get_task, make_vec_env
+from envs.sb3 import ALGORITHMS, ObsNormalizer, SB3Teacher, algorithm_class
 from envs.teachers import TEACHER_FILE
 from interp_rl._validation import check_int
-from interp_rl.errors import InterpRLError, InvalidParameterError, TrainInterrupted
+from interp_rl.errors import InvalidParameterError, TrainInterrupted
 from interp_rl.interrupts import sigterm_as_interrupt
 from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.rollouts import evaluate
-from envs.sb3 import ALGORITHMS, ObsNormalizer, SB3Teacher, algorithm_class
 
 __all__ = ["TrainConfig", "TrainInterrupted", "default_hyperparams", "train_teacher"]
 
@@ -222,8 +222,9 @@ class _Run:
         """Deterministic return of the current policy (episodes seeded away from training)."""
         if self.cfg.eval_episodes == 0:
             return None
-        teacher = SB3Teacher(model, self.algo, self.task, normalizer=self.normalizer(model))
-        result = evaluate(teacher, env_factory(self.task), self.cfg.eval_episodes,
+        env_fn = env_factory(self.task)
+        teacher = SB3Teacher(model, self.algo, self.task, normalizer=self.normalizer(model), env_fn=env_fn)
+        result = evaluate(teacher, env_fn, self.cfg.eval_episodes,
                           seed=self.cfg.seed + _EVAL_SEED_OFFSET, task=self.task)
         return result.mean_return
 
@@ -328,11 +329,22 @@ def train_teacher(
         )
     if resume and (run.out / TEACHER_FILE).exists() and not state_file.exists():
         return dict(json.loads((run.out / TEACHER_FILE).read_text()))
+    venv = run.make_venv()
+    fresh = None
+    if not (resume and state_file.exists()):
+        try:  # bad hyperparameters fail here, before anything is written to --out
+            fresh = _build_model(cfg, run.hp, venv)
+        except (TypeError, ValueError, AssertionError) as exc:
+            venv.close()
+            given = ", ".join(f"{k}={v!r}" for k, v in cfg.hyperparams.items()) or "the shipped defaults"
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            raise InvalidParameterError(
+                f"{run.algo.upper()} does not accept the hyperparameters ({given}): {reason}"
+            ) from None
     run.out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run.out / "train_config.json", json.dumps(
         {**asdict(cfg), "task": run.task, "hyperparams": run.hp}, indent=2, default=str) + "\n")
 
-    venv = run.make_venv()
     done = 0
     if resume and state_file.exists():
         state = json.loads(state_file.read_text())
@@ -345,7 +357,7 @@ def train_teacher(
         if run.algo in _OFF_POLICY:
             _load_buffer(model, run.ckpt / "replay_buffer.npz")
     else:
-        model = _build_model(cfg, run.hp, venv)
+        model = fresh
     every = cfg.checkpoint_every or max(1000, steps // 10)
     callback = _checkpoint_callback(run, every, done)
     remaining = steps - done

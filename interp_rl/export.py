@@ -39,10 +39,10 @@ from typing import Any, cast
 
 import numpy as np
 
-from interp_rl._validation import check_int
-from interp_rl.errors import ExportError, InterpRLError
-from interp_rl.io import atomic_write_text
 from interp_rl._codegen import WIDTH, comment, lit
+from interp_rl._validation import check_int
+from interp_rl.errors import ExportError
+from interp_rl.io import atomic_write_text
 from interp_rl.program import FORMAT, FORMAT_VERSION, Controller, Program, Signal
 
 __all__ = [

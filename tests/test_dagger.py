@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 
 from distill.dagger import STATE_FILE, DAgger, critic_weights, rollout_mixture
-from interp_rl.errors import DistillInterrupted
 from distill.finetune import LeafTuner
 from distill.tree import TreePolicy
 from envs import env_factory
-from interp_rl.errors import InterpRLError, InvalidParameterError
+from interp_rl.errors import DistillInterrupted, InterpRLError, InvalidParameterError
 from interp_rl.rollouts import evaluate
 
 

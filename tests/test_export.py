@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interp_rl.errors import InterpRLError, InvalidParameterError
+from interp_rl.errors import ControllerFormatError, ExportError, InterpRLError, InvalidParameterError
 from interp_rl.export import (
     compile_c,
     load_c_controller,
@@ -33,7 +33,6 @@ from interp_rl.export import (
     to_python,
     write_exports,
 )
-from interp_rl.errors import ControllerFormatError, ExportError
 from interp_rl.kinds.tree import TreeProgram
 from interp_rl.program import Controller, Signal, load_controller
 

@@ -13,13 +13,6 @@ import numpy as np
 import pytest
 
 import envs
-from envs.teachers import find_zoo_model, load_teacher, read_zoo_config
-from interp_rl.errors import (
-    ObservationError,
-    TeacherLoadError,
-    UnknownAlgorithmError,
-)
-from interp_rl.rollouts import evaluate
 from envs.sb3 import (
     ObsNormalizer,
     SB3Teacher,
@@ -27,6 +20,13 @@ from envs.sb3 import (
     detect_algorithm,
     read_vecnormalize,
 )
+from envs.teachers import find_zoo_model, load_teacher, read_zoo_config
+from interp_rl.errors import (
+    ObservationError,
+    TeacherLoadError,
+    UnknownAlgorithmError,
+)
+from interp_rl.rollouts import evaluate
 
 pytestmark = pytest.mark.usefixtures("single_torch_thread")
 

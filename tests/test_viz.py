@@ -9,10 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from interp_rl.errors import InterpRLError, InvalidParameterError, ObservationError
+from interp_rl.errors import InterpRLError, InvalidParameterError, ObservationError, RenderError
 from interp_rl.kinds.tree import TreeProgram
 from interp_rl.program import Controller, Signal
-from interp_rl.errors import RenderError
 from interp_rl.viz import (
     decision_path_text,
     export_text,
