@@ -219,7 +219,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
             raise SuiteError(f"{where}: [methods.{label}] 'settings' must be a table.")
         for size in sizes:  # fail now, not an hour into the run
             METHODS[kind].resolve({**settings, METHODS[kind].size: size, "seed": 0},
-                                  owner=f"{where}: [methods.{label}]")
+                                  owner=f"[methods.{label}] in {where[:1].lower()}{where[1:]}")
         methods.append(MethodSpec(label=label, method=kind, sizes=tuple(sizes), settings=dict(settings)))
     return Suite(name=name, description=str(data.get("description", "")), seeds=seeds, episodes=episodes,
                  fidelity_steps=_int(data, "fidelity_steps", 2000, 1, where),

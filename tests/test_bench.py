@@ -141,9 +141,9 @@ def test_shipped_suites_load_and_expand_to_cells() -> None:
 
 @pytest.mark.parametrize(("text", "message"), [
     ('seeds = [0]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [0]',
-     "The 'max_leaves' parameter of distill tree must be an int in [2, inf). Got 0 instead."),
+     "The 'max_leaves' setting of [methods.tree] in suite "),
     ('seeds = [0]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.forest]\nsizes = [4]',
-     "names unknown method 'forest'; available: tree."),
+     "names unknown method 'forest'; available: linear, tree."),
     ('seeds = [-1]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [4]',
      "'seeds' must be a non-empty list of integers >= 0. Got [-1] instead."),
     ('seeds = [0]\n[[teachers]]\nname = "a"\n[methods.tree]\nsizes = [4]',
@@ -151,7 +151,7 @@ def test_shipped_suites_load_and_expand_to_cells() -> None:
     ('seeds = [0]\nepisode = 3\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [4]',
      "unknown key(s) episode;"),
     ('seeds = [0]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [4]\n'
-     'settings = { max_leafs = 3 }', "Unknown tree distillation setting(s): max_leafs;"),
+     'settings = { max_leafs = 3 }', "Unknown setting(s) of [methods.tree] in suite "),
     ('seeds = [0\n', "is not valid:"),
 ])
 def test_bad_suites_are_one_line_errors(tmp_path: Path, text: str, message: str) -> None:
@@ -295,7 +295,7 @@ def test_ray_executor_gives_the_same_records(bench_run: tuple[Path, Path], tmp_p
 def test_unknown_executor_is_refused(bench_run: tuple[Path, Path]) -> None:
     suite, results = bench_run
     res = runner.invoke(app, ["bench", "--suite", str(suite), "--out", str(results), "--executor", "dask"])
-    assert res.exit_code == 1 and "Unknown executor 'dask'; use one of process, ray." in res.output
+    assert res.exit_code == 1 and "Unknown executor 'dask'; use one of process, ray, inline." in res.output
 
 
 # ----------------------------------------------------------------------------- reports
