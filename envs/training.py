@@ -370,7 +370,7 @@ def train_teacher(
         run.checkpoint(model)
         raise TrainInterrupted(
             f"Training interrupted at step {model.num_timesteps} of {steps}; checkpoint saved in "
-            f"{str(run.ckpt)!r}. Rerun with --resume to continue."
+            f"{str(run.ckpt)!r}; rerun with --resume to continue."
         ) from None
     finally:
         venv.close()

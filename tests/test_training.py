@@ -88,7 +88,7 @@ def test_interrupting_training_writes_a_checkpoint(tmp_path: Path, signum: int) 
     assert proc.returncode == 130
     line = stderr.decode().strip().splitlines()[-1]
     assert line.startswith("Error: Training interrupted at step ")
-    assert line.endswith("Rerun with --resume to continue.")
+    assert "rerun with --resume to continue. To continue: interp-rl train " in line and line.endswith(" --resume")
     stopped = int(line.split("at step ")[1].split(" ")[0])
     assert json.loads((out / "checkpoint" / "state.json").read_text())["num_timesteps"] == stopped
 
