@@ -60,6 +60,13 @@ class Group:
     def percents(self) -> list[float]:
         return [_num(r["percent_of_teacher"]) for r in self.records]
 
+    @property
+    def worst_percent(self) -> float:
+        """The worst single episode over all seeds, as % of its cell's teacher mean return."""
+        worst = [100.0 * min(r["student"]["returns"]) / r["teacher"]["return_mean"] for r in self.records
+                 if r["student"].get("returns") and r["teacher"].get("return_mean")]
+        return min(worst) if worst else float("nan")
+
     def median_record(self) -> dict[str, Any]:
         runs = sorted(self.records, key=lambda r: _num(r["percent_of_teacher"]))
         return runs[(len(runs) - 1) // 2]
@@ -455,7 +462,7 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
                 _f(g.mean("size", "nonzero_terms"), ".0f"), _f(g.mean("size", "parameters"), ".0f"),
                 _f(g.mean("size", "export_bytes", "c"), ".0f"),
                 _f(g.mean("student", "return_mean"), ".0f"), _est(g.estimate),
-                "[" + ", ".join(f"{p:.0f}" for p in g.percents) + "]",
+                "[" + ", ".join(f"{p:.0f}" for p in g.percents) + "]", _f(g.worst_percent, ".0f"),
                 f"{_f(g.mean('fidelity', 'teacher_states', 'r2'), '.2f')} / "
                 f"{_f(g.mean('fidelity', 'student_states', 'r2'), '.2f')}",
                 f"{_t(g.mean('latency', 'student_single_s'))} / "
@@ -466,7 +473,7 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
                 _f(g.mean("distill_seconds"), ".0f"),
             ])
         doc.table(["method", "size", "leaves", "depth", "non-zero terms", "parameters", "C bytes", "return",
-                   "% of teacher IQM [95% CI]", "per seed", "fidelity R² teacher / own states",
+                   "% of teacher IQM [95% CI]", "per seed", "worst episode %", "fidelity R² teacher / own states",
                    "latency Python / C", "teacher latency", "batch latency / teacher", "distil s"], rows)
         for method, g in chosen(groups).items():
             rec = g.median_record()
