@@ -259,8 +259,7 @@ class DAgger(BaseEstimator):
 
     def _config(self) -> dict[str, Any]:
         """The settings as JSON-ready values (``get_params(deep=True)``), without where checkpoints go."""
-        params = self._base_student().get_params(deep=True) if self.student is None else {}
-        params = {**{f"student__{k}": v for k, v in params.items()}, **self.get_params(deep=True)}
+        params = clone(self).set_params(student=self._base_student()).get_params(deep=True)
         params.pop("checkpoint_dir", None)
         params["student"] = type(self._base_student()).__name__
         return _jsonable(params)

@@ -171,13 +171,18 @@ def run_job(
     atomic_write_text(out / CONFIG_FILE, json.dumps(json_safe(config), indent=1) + "\n")
 
     t0 = time.perf_counter()
-    rounds_before = 0
-    if resume and (ckpt / "dagger_state.json").is_file():
-        rounds_before = len(json.loads((ckpt / "dagger_state.json").read_text()).get("history", []))
-    estimator.fit(teacher, checkpoint_dir=ckpt, resume=resume, progress=progress)
+    rounds_now = 0
+
+    def _progress(row: dict[str, Any]) -> None:
+        nonlocal rounds_now
+        rounds_now += "round" in row
+        if progress is not None:
+            progress(row)
+
+    estimator.fit(teacher, checkpoint_dir=ckpt, resume=resume, progress=_progress)
     dagger = estimator.dagger_
     # Rounds finished before an interruption count too: each round records its own time.
-    earlier = sum(r["seconds"] for r in dagger.history_[:rounds_before])
+    earlier = sum(r["seconds"] for r in dagger.history_[: len(dagger.history_) - rounds_now])
     seconds = earlier + time.perf_counter() - t0
 
     metadata: dict[str, Any] = {"method": method.name, "settings": resolved, "teacher": provenance or {}}

@@ -26,6 +26,7 @@ from distill.finetune import LeafTuner
 from distill.job import Distillation
 from distill.linear import LinearPolicy
 from distill.tree import TreePolicy
+from interp_rl._validation import check_int
 from interp_rl.errors import InvalidParameterError, bad_value
 from interp_rl.program import Controller
 
@@ -142,10 +143,11 @@ class Method:
             raise InvalidParameterError(
                 f"Unknown setting(s) of {owner}: {', '.join(unknown)}; known: {', '.join(sorted(defaults))}.")
         resolved = {**defaults, **settings}
-        for j in JOB_OPTIONS:
-            value = resolved[j.name]
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-                raise bad_value(spell(j.name), owner, "an int in [1, inf)", value, what=what)
+        try:
+            for j in JOB_OPTIONS:
+                check_int(resolved[j.name], j.name, owner)
+        except InvalidParameterError as exc:
+            raise exc.renamed(spell(str(exc.name)), owner, what=what) from None
         try:
             self.build(resolved)._validate_params()
         except InvalidParameterError as exc:
