@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from distill._leaves import fit_leaf_models
-from distill.tree import check_bounds, check_sample_weight
+from distill._student import PolicyStudent, check_bounds
 from interp_rl._validation import check_float, check_int
 from interp_rl.kinds.linear import LinearProgram
 from interp_rl.kinds.tree import TreeProgram
-from interp_rl.program import Controller, Signal
 
 __all__ = ["LinearPolicy"]
 
 
-class LinearPolicy(MultiOutputMixin, RegressorMixin, BaseEstimator):
+class LinearPolicy(PolicyStudent):
     """``action = intercept + coef @ obs``, clipped, with at most ``max_terms`` features per action.
 
     Fitted on raw observations by weighted ridge regression on standardised features (the same
@@ -80,11 +76,7 @@ class LinearPolicy(MultiOutputMixin, RegressorMixin, BaseEstimator):
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> LinearPolicy:
         """Fit to observations ``X`` ``(n, obs_dim)`` and actions ``y`` ``(n, act_dim)``."""
         self._validate_params()
-        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
-        self._y_1d = y.ndim == 1
-        Y = y.reshape(len(y), -1).astype(np.float64)
-        self.n_outputs_ = Y.shape[1]
-        w = check_sample_weight(sample_weight, len(X), type(self).__name__)
+        X, Y, w = self._fit_inputs(X, y, sample_weight)
         low, high = check_bounds(self.action_low, self.action_high, Y.shape[1], type(self).__name__)
         none = np.array([-1])
         root = TreeProgram(feature=none, threshold=np.zeros(1), left=none, right=none,
@@ -96,22 +88,5 @@ class LinearPolicy(MultiOutputMixin, RegressorMixin, BaseEstimator):
                                       action_high=high)
         return self
 
-    def predict(self, X: Any) -> np.ndarray:
-        """Actions ``(n, act_dim)`` for raw observations ``X`` ``(n, obs_dim)``."""
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        out = self.program_.predict(X)
-        return out[:, 0] if self._y_1d else out
-
-    def to_controller(
-        self,
-        features: Sequence[str | Signal] | None = None,
-        actions: Sequence[str | Signal] | None = None,
-        *,
-        task: str = "",
-        metadata: dict[str, Any] | None = None,
-    ) -> Controller:
-        """The fitted equations as a :class:`~interp_rl.program.Controller` with named features and actions."""
-        check_is_fitted(self)
-        return Controller(self.program_, features=list(features or []), actions=list(actions or []), task=task,
-                          metadata=dict(metadata or {}))
+    def _fitted_program(self) -> LinearProgram:
+        return self.program_

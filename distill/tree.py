@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from distill._leaves import fit_leaf_models, restate
+from distill._student import PolicyStudent, check_bounds
 from distill.prune import prune
 from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import bad_value
 from interp_rl.kinds.tree import TreeProgram
-from interp_rl.program import Controller, Signal
 
-__all__ = ["TreePolicy", "check_bounds", "check_sample_weight", "program_from_sklearn"]
+__all__ = ["TreePolicy", "program_from_sklearn"]
 
 
 def program_from_sklearn(
@@ -40,7 +38,7 @@ def program_from_sklearn(
     )
 
 
-class TreePolicy(MultiOutputMixin, RegressorMixin, BaseEstimator):
+class TreePolicy(PolicyStudent):
     """A small multi-output regression tree mapping raw observations to actions.
 
     The structure is grown by CART (scikit-learn's ``DecisionTreeRegressor``)
@@ -157,11 +155,7 @@ class TreePolicy(MultiOutputMixin, RegressorMixin, BaseEstimator):
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> TreePolicy:
         """Fit the tree to observations ``X`` ``(n, obs_dim)`` and actions ``y`` ``(n, act_dim)``."""
         self._validate_params()
-        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
-        self._y_1d = y.ndim == 1
-        Y = y.reshape(len(y), -1).astype(np.float64)
-        self.n_outputs_ = Y.shape[1]
-        w = check_sample_weight(sample_weight, len(X), type(self).__name__)
+        X, Y, w = self._fit_inputs(X, y, sample_weight)
         linear = self.leaf_model == "linear"
         target = Y
         if self.split_on_ == "linear":
@@ -204,12 +198,8 @@ class TreePolicy(MultiOutputMixin, RegressorMixin, BaseEstimator):
         return fit_leaf_models(program, X, Y, w, alpha=self.leaf_alpha, max_terms=self.max_leaf_terms,
                                min_samples=max(4, self.min_samples_leaf))
 
-    def predict(self, X: Any) -> np.ndarray:
-        """Actions ``(n, act_dim)`` for raw observations ``X`` ``(n, obs_dim)``."""
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        out = self.tree_.predict(X)
-        return out[:, 0] if self._y_1d else out
+    def _fitted_program(self) -> TreeProgram:
+        return self.tree_
 
     def apply(self, X: Any) -> np.ndarray:
         """Leaf node id of each observation."""
@@ -225,33 +215,6 @@ class TreePolicy(MultiOutputMixin, RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         return self.tree_.depth
 
-    def to_controller(
-        self,
-        features: Sequence[str | Signal] | None = None,
-        actions: Sequence[str | Signal] | None = None,
-        *,
-        task: str = "",
-        metadata: dict[str, Any] | None = None,
-    ) -> Controller:
-        """The fitted tree as a :class:`~interp_rl.program.Controller` with named features and actions.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from interp_rl.viz import export_text
-        >>> X = np.linspace(-1, 1, 50)[:, None]
-        >>> tree = TreePolicy(max_depth=1, leaf_model="constant").fit(X, np.sign(X))
-        >>> print(export_text(tree.to_controller(["pole_angle"], ["push"])))
-        |--- pole_angle <= 0.000
-        |   |--- leaf 1: push = -1.000   (50% of data)
-        |--- pole_angle >  0.000
-        |   |--- leaf 2: push = 1.000   (50% of data)
-        """
-        check_is_fitted(self)
-
-        return Controller(self.tree_, features=list(features or []), actions=list(actions or []), task=task,
-                          metadata=dict(metadata or {}))
-
     def with_program(self, program: TreeProgram) -> TreePolicy:
         """A fitted copy of this estimator that runs ``program`` (after editing or tuning)."""
         check_is_fitted(self)
@@ -264,29 +227,3 @@ class TreePolicy(MultiOutputMixin, RegressorMixin, BaseEstimator):
             new.feature_names_in_ = self.feature_names_in_
         return new
 
-
-def check_bounds(action_low: Any, action_high: Any, n_out: int, owner: str) -> tuple[np.ndarray, np.ndarray]:
-    """Action bounds as arrays of ``n_out`` (``None``: unbounded), checked for ``low <= high``."""
-
-    def one(v: Any, fill: float) -> np.ndarray:
-        if v is None:
-            return np.full(n_out, fill)
-        return np.broadcast_to(np.asarray(v, dtype=np.float64), (n_out,)).copy()
-
-    low, high = one(action_low, -np.inf), one(action_high, np.inf)
-    if np.any(low > high):
-        raise bad_value("action_low", owner, f"<= action_high {high.tolist()} everywhere", low.tolist())
-    return low, high
-
-
-def check_sample_weight(sample_weight: Any, n: int, owner: str) -> np.ndarray:
-    """``sample_weight`` as ``n`` finite non-negative floats with a positive sum (``None``: all ones)."""
-    if sample_weight is None:
-        return np.ones(n)
-    w = np.asarray(sample_weight, dtype=np.float64)
-    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise bad_value("sample_weight", f"{owner}.fit", f"{n} finite non-negative values",
-                        f"an array of shape {w.shape}" if w.shape != (n,) else "negative or non-finite values")
-    if not w.sum() > 0:
-        raise bad_value("sample_weight", f"{owner}.fit", "weights with at least one non-zero value", "all zeros")
-    return w

@@ -1,0 +1,95 @@
+"""What every student estimator shares: fitted on raw observations, clipped actions out, a Controller at the end."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from interp_rl.errors import bad_value
+from interp_rl.program import Controller, Program, Signal
+
+__all__ = ["PolicyStudent", "check_bounds", "check_sample_weight"]
+
+
+class PolicyStudent(MultiOutputMixin, RegressorMixin, BaseEstimator):
+    """Base of the students: subclasses fit a program kind and return it from ``_fitted_program``.
+
+    Gives them the same input checks in ``fit`` (:meth:`_fit_inputs`), the same ``predict``
+    (the program's own arithmetic) and the same ``to_controller``.
+    """
+
+    def _fitted_program(self) -> Program:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _fit_inputs(self, X: Any, y: Any, sample_weight: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(X, Y, w)``: observations, actions as a 2-D array and checked weights; sets the fitted shapes."""
+        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
+        self._y_1d = y.ndim == 1
+        Y = y.reshape(len(y), -1).astype(np.float64)
+        self.n_outputs_ = Y.shape[1]
+        return X, Y, check_sample_weight(sample_weight, len(X), type(self).__name__)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Actions ``(n, act_dim)`` for raw observations ``X`` ``(n, obs_dim)``."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        out = self._fitted_program().predict(X)
+        return out[:, 0] if self._y_1d else out
+
+    def to_controller(
+        self,
+        features: Sequence[str | Signal] | None = None,
+        actions: Sequence[str | Signal] | None = None,
+        *,
+        task: str = "",
+        metadata: dict[str, Any] | None = None,
+    ) -> Controller:
+        """The fitted program as a :class:`~interp_rl.program.Controller` with named features and actions.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from distill.tree import TreePolicy
+        >>> from interp_rl.viz import export_text
+        >>> X = np.linspace(-1, 1, 50)[:, None]
+        >>> tree = TreePolicy(max_depth=1, leaf_model="constant").fit(X, np.sign(X))
+        >>> print(export_text(tree.to_controller(["pole_angle"], ["push"])))
+        |--- pole_angle <= 0.000
+        |   |--- leaf 1: push = -1.000   (50% of data)
+        |--- pole_angle >  0.000
+        |   |--- leaf 2: push = 1.000   (50% of data)
+        """
+        check_is_fitted(self)
+        return Controller(self._fitted_program(), features=list(features or []), actions=list(actions or []),
+                          task=task, metadata=dict(metadata or {}))
+
+
+def check_bounds(action_low: Any, action_high: Any, n_out: int, owner: str) -> tuple[np.ndarray, np.ndarray]:
+    """Action bounds as arrays of ``n_out`` (``None``: unbounded), checked for ``low <= high``."""
+
+    def one(v: Any, fill: float) -> np.ndarray:
+        if v is None:
+            return np.full(n_out, fill)
+        return np.broadcast_to(np.asarray(v, dtype=np.float64), (n_out,)).copy()
+
+    low, high = one(action_low, -np.inf), one(action_high, np.inf)
+    if np.any(low > high):
+        raise bad_value("action_low", owner, f"<= action_high {high.tolist()} everywhere", low.tolist())
+    return low, high
+
+
+def check_sample_weight(sample_weight: Any, n: int, owner: str) -> np.ndarray:
+    """``sample_weight`` as ``n`` finite non-negative floats with a positive sum (``None``: all ones)."""
+    if sample_weight is None:
+        return np.ones(n)
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise bad_value("sample_weight", f"{owner}.fit", f"{n} finite non-negative values",
+                        f"an array of shape {w.shape}" if w.shape != (n,) else "negative or non-finite values")
+    if not w.sum() > 0:
+        raise bad_value("sample_weight", f"{owner}.fit", "weights with at least one non-zero value", "all zeros")
+    return w
