@@ -347,7 +347,11 @@ class Controller:
             actions = [Signal(**a) for a in d["actions"]]
         except (KeyError, TypeError) as exc:
             raise ControllerFormatError(f"{source} has malformed feature or action names: {exc}.") from None
-        return cls(PROGRAMS[kind].from_dict(prog), features=features, actions=actions,
+        try:
+            program = PROGRAMS[kind].from_dict(prog)
+        except ControllerFormatError as exc:
+            raise ControllerFormatError(f"{source} holds a malformed {kind} program: {exc}") from None
+        return cls(program, features=features, actions=actions,
                    task=str(d.get("task", "")), metadata=dict(d.get("metadata") or {}))
 
     def save(self, path: str | Path) -> Path:

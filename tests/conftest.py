@@ -14,6 +14,20 @@ SHARED_TEACHERS = Path(
     os.environ.get("INTERP_RL_TEACHERS", Path(__file__).resolve().parents[2] / "shared" / "teachers")
 )
 
+#: Set (as ``.ci/run`` does) to make a missing teachers folder fail the run instead of skipping
+#: the tests that need it.
+REQUIRE_TEACHERS = os.environ.get("INTERP_RL_REQUIRE_TEACHERS", "") not in ("", "0")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if REQUIRE_TEACHERS and not SHARED_TEACHERS.is_dir():
+        pytest.exit(
+            f"The shared zoo teachers are required ($INTERP_RL_REQUIRE_TEACHERS is set) but the folder "
+            f"{SHARED_TEACHERS} does not exist; put them there or name their folder in $INTERP_RL_TEACHERS.",
+            returncode=1,
+        )
+
+
 #: key -> (algorithm, zoo env name) of every shared teacher.
 TEACHER_SPECS: dict[str, tuple[str, str]] = {
     "sac_halfcheetah": ("sac", "HalfCheetah"),

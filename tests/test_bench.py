@@ -30,6 +30,20 @@ runner = CliRunner()
 TIMING = {"latency", "distill_seconds", "cell_seconds", "seconds", "machine", "versions"}
 
 
+
+def _has_compiler() -> bool:
+    from interp_rl.errors import ExportError
+    from interp_rl.export import find_compiler
+
+    try:
+        find_compiler()
+    except ExportError:
+        return False
+    return True
+
+
+HAS_CC = _has_compiler()
+
 @pytest.fixture(scope="session")
 def tiny_teacher(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SAC teacher for InvertedPendulum-v5 trained by the project for 1,200 steps (seconds, not minutes)."""
@@ -108,6 +122,30 @@ def test_stratified_bootstrap_resamples_within_each_task() -> None:
     assert 0.0 <= lo < 50.0 < hi <= 100.0
     # Reproducible for a seed.
     assert stratified_bootstrap_ci(scores, reps=300, seed=3) == stratified_bootstrap_ci(scores, reps=300, seed=3)
+
+
+def test_stratified_bootstrap_covers_the_true_iqm_at_about_its_nominal_level() -> None:
+    """On draws from a known distribution, the 95% interval holds the population IQM in about 95% of
+    trials (percentile intervals on few runs undercover a little, as rliable notes; far off is a bug)."""
+    rng = np.random.default_rng(0)
+    # Task t scores ~ Normal(mu_t, 10): with equal runs per task the population IQM is the IQM of
+    # the pooled mixture, estimated once from a huge sample.
+    mus = np.array([20.0, 50.0, 80.0])
+    truth = iqm(rng.normal(mus, 10.0, size=(400_000, 3)))
+    trials, runs = 100, 10
+    hits = sum(
+        lo <= truth <= hi
+        for lo, hi in (stratified_bootstrap_ci(rng.normal(mus, 10.0, size=(runs, 3)), reps=300, seed=i)
+                       for i in range(trials))
+    )
+    assert 0.85 <= hits / trials <= 0.99, f"coverage {hits / trials:.2f} for nominal 0.95"
+    # A wider nominal level covers more, a narrower one less.
+    narrow = sum(
+        lo <= truth <= hi
+        for lo, hi in (stratified_bootstrap_ci(rng.normal(mus, 10.0, size=(runs, 3)), reps=300, seed=i,
+                                               confidence=0.5) for i in range(trials))
+    )
+    assert 0.35 <= narrow / trials <= 0.65, f"coverage {narrow / trials:.2f} for nominal 0.5"
 
 
 def test_interval_estimate_with_one_run_has_no_width() -> None:
@@ -195,6 +233,12 @@ def test_bench_writes_one_complete_record_per_cell(bench_run: tuple[Path, Path])
         assert set(size["export_bytes"]) == {"json", "python", "c"} and min(size["export_bytes"].values()) > 0
         lat = rec["latency"]
         assert lat["teacher_single_s"] > 0 and lat["student_single_s"] > 0 and lat["student_batch_s_per_obs"] > 0
+        assert lat["teacher_forward_s"] > 0
+        if HAS_CC:  # the compiled C controller was timed (CI installs gcc): a number, never None
+            assert isinstance(lat["student_c_native_s"], float) and 0 < lat["student_c_native_s"] < 1e-3
+            assert lat["speedup_c_native"] == pytest.approx(lat["teacher_single_s"] / lat["student_c_native_s"])
+        else:
+            assert lat["student_c_native_s"] is None and lat["speedup_c_native"] is None
         assert rec["distill_seconds"] > 0 and rec["versions"]["interp-rl"] and rec["config"]["max_leaves"]
         assert (results / rec["controller"] / "controller.json").is_file()
     constant = recs["IP-SAC__tree-constant-2__seed0"]
@@ -224,11 +268,27 @@ def _start(cmd: list[str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
 
 
-def _wait_for_records(results: Path, at_least: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and len(list((results / "records").glob("*.json"))) < at_least:
+def _count_records(results: Path) -> int:
+    return len(list((results / "records").glob("*.json")))
+
+
+def _wait_for_records(results: Path, at_least: int, proc: subprocess.Popen[bytes], timeout: float = 300) -> None:
+    """Wait until ``results`` holds ``at_least`` records while ``proc`` still runs; fail otherwise."""
+    deadline = time.monotonic() + timeout
+    while _count_records(results) < at_least:
         assert proc.poll() is None, "the run ended before it could be stopped"
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"no {at_least} records in {results} after {timeout:.0f} s "
+                        f"({_count_records(results)} written); the run was killed")
         time.sleep(0.1)
+
+
+def test_waiting_for_records_fails_when_none_come(tmp_path: Path) -> None:
+    sleeper = _start([sys.executable, "-c", "import time; time.sleep(60)"])
+    with pytest.raises(pytest.fail.Exception, match=r"^no 1 records in .* after 1 s \(0 written\)"):
+        _wait_for_records(tmp_path, 1, sleeper, timeout=1)
+    assert sleeper.wait(timeout=10) == -signal.SIGKILL
 
 
 def test_killed_run_finishes_with_every_record_exactly_once(tiny_teacher: Path, tmp_path: Path) -> None:
@@ -244,7 +304,7 @@ def test_killed_run_finishes_with_every_record_exactly_once(tiny_teacher: Path, 
     assert time.monotonic() - stopped_at < 30
     # A hard kill of the runner and its workers, mid-run.
     proc = _start(cmd)
-    first = len(list((results / "records").glob("*.json")))
+    first = _count_records(results)
     _wait_for_records(results, first + 1, proc)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()

@@ -147,6 +147,44 @@ def test_critic_weighting_needs_a_critic():
     )
 
 
+class KnownQ(BangBang):
+    """A Pendulum teacher whose critic is known: ``Q(s, a) = -g(s) (a - pi(s))^2`` with ``g(s) = 1 + cos(theta)``.
+
+    For ``a ~ U(-2, 2)``, ``E[(a - p)^2] = 4/3 + p^2``, so VIPER's weight of a state is exactly
+    ``g(s) (4/3 + pi(s)^2)`` before scaling to mean 1: zero where the pendulum hangs down (g = 0,
+    every action as good as another), largest upright with a strong push.
+    """
+
+    has_q = True
+
+    def predict(self, obs: np.ndarray) -> np.ndarray:
+        return np.clip(0.5 * obs[:, 2:3], -2.0, 2.0)
+
+    def q_values(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        gap = np.asarray(actions).reshape(len(obs), 1) - self.predict(obs)
+        return -(1.0 + obs[:, 0]) * gap[:, 0] ** 2
+
+    @staticmethod
+    def exact_weights(obs: np.ndarray) -> np.ndarray:
+        w = (1.0 + obs[:, 0]) * (4.0 / 3.0 + np.clip(0.5 * obs[:, 2], -2.0, 2.0) ** 2)
+        return w / w.mean()
+
+
+def test_critic_weights_match_a_known_q_function():
+    teacher = KnownQ()
+    roll = rollout_mixture(teacher, None, PENDULUM, 200, beta=1.0, seed=0, rng=np.random.default_rng(0))
+    exact = KnownQ.exact_weights(roll.observations)
+    assert exact.std() > 0.3  # the states differ: a uniform weighting cannot pass
+    w = critic_weights(teacher, roll.observations, roll.teacher_actions, n_action_samples=4000,
+                       rng=np.random.default_rng(1))
+    np.testing.assert_allclose(w, exact, rtol=0.1, atol=0.02)
+    # DAgger weights its data the same way when the teacher has a critic.
+    dagger = DAgger(CART(max_leaves=4), n_iter=0, steps=200, n_action_samples=4000, eval_episodes=0)
+    dagger.fit(teacher, PENDULUM)
+    assert dagger.weighting_ == "critic"
+    np.testing.assert_allclose(dagger.sample_weight_, KnownQ.exact_weights(dagger.X_), rtol=0.1, atol=0.02)
+
+
 @pytest.mark.usefixtures("single_torch_thread")
 def test_ppo_teacher_falls_back_to_uniform_weights_and_refuses_critic(teachers):
     ppo = teachers["ppo_hopper"]

@@ -458,6 +458,41 @@ def test_corrupt_and_wrong_version_json_give_clear_errors(tmp_path: Path) -> Non
         load_controller(tmp_path)
 
 
+def _mangle(d: dict, **changes) -> dict:
+    prog = {**d["program"], **changes}
+    return {**d, "program": prog}
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"left": [0, -1, -1]}, "Node 0 is reached twice; the nodes do not form a tree."),  # a cycle to the root
+    ({"left": [2, -1, -1]}, "Node 2 is reached twice; the nodes do not form a tree."),
+    ({"feature": [5, -1, -1]}, "Node 0 splits on feature 5; split features must be in [0, 2)."),
+    ({"feature": [-3, -1, -1]}, "Node 0 splits on feature -3; split features must be in [0, 2)."),
+    ({"threshold": [float("nan"), 0.0, 0.0]}, "Node 0 has split threshold nan; thresholds must be finite."),
+    ({"threshold": [float("inf"), 0.0, 0.0]}, "Node 0 has split threshold inf; thresholds must be finite."),
+    ({"intercept": [[0.0], [float("nan")], [0.25]]},
+     "Node 1 has a non-finite leaf parameter; intercepts and coefficients must be finite."),
+    ({"terms": [[2, 0, 1, float("inf")]]},
+     "Node 2 has a non-finite leaf parameter; intercepts and coefficients must be finite."),
+    ({"right": [-1, -1, -1]},
+     "Node 0 has left child 1 and right child -1; a node needs both children (ids >= 0) or none (-1)."),
+    ({"right": [7, -1, -1]}, "Node 0 has children (1, 7); ids must be below the node count 3."),
+    ({"left": [-1, -1, -1], "right": [-1, -1, -1]},
+     "Node 1 cannot be reached from the root; every node must belong to the tree."),
+    ({"threshold": [0.21, 0.0]}, "threshold has 2 entries; expected 3."),
+])
+def test_malformed_tree_programs_are_refused_on_load(tmp_path: Path, changes: dict, message: str) -> None:
+    """Each check guards something real: a cycle hangs ``predict``, a feature out of range reads past the
+    end of the C observation array, a non-finite value turns every action into NaN."""
+    good = _one_split().to_dict()
+    Controller.from_dict(good)  # the unmangled program loads
+    path = tmp_path / "controller.json"
+    path.write_text(json.dumps(_mangle(good, **changes)))
+    with pytest.raises(ControllerFormatError) as exc:
+        load_controller(path)
+    assert str(exc.value) == f"{str(path)!r} holds a malformed tree program: {message}"
+
+
 def test_python_act_rejects_wrong_length_and_non_finite(exported: Exported) -> None:
     act = exported.python["small"]  # obs_dim 4
     with pytest.raises(ValueError, match=r"expects 4 observation values \(OBS_DIM\); got 3"):

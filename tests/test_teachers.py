@@ -16,6 +16,7 @@ import envs
 from envs.sb3 import (
     ObsNormalizer,
     SB3Teacher,
+    _old_gym_names,
     algorithm_class,
     detect_algorithm,
     read_vecnormalize,
@@ -201,6 +202,81 @@ def test_on_policy_values(teachers, key: str) -> None:
         "use value() for on-policy teachers."
     )):
         t.q_values(obs, t.predict(obs))
+
+
+def _own_sac_q(model, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """SB3's own twin critics on actions rescaled to [-1, 1] by hand; the smaller of the two."""
+    import torch as th
+
+    low, high = model.action_space.low, model.action_space.high
+    scaled = 2.0 * (actions - low) / (high - low) - 1.0
+    with th.no_grad():
+        q1, q2 = model.critic(th.as_tensor(obs, dtype=th.float32), th.as_tensor(scaled, dtype=th.float32))
+    return np.minimum(q1.numpy()[:, 0], q2.numpy()[:, 0])
+
+
+@pytest.mark.parametrize("key", SAC_KEYS)
+def test_sac_q_values_are_the_models_own_critic(teachers, key: str) -> None:
+    t = teachers[key]
+    obs = _reset_obs(t, 4)
+    actions = np.random.default_rng(0).uniform(t.action_low, t.action_high, size=(4, t.act_dim))
+    np.testing.assert_allclose(t.q_values(obs, actions), _own_sac_q(t.model, obs, actions), rtol=1e-5, atol=1e-5)
+    # Q depends on the action: a q_values that ignored its second argument would fail here.
+    assert not np.allclose(t.q_values(obs, actions), t.q_values(obs, -actions))
+
+
+@pytest.mark.parametrize("key", V_KEYS)
+def test_on_policy_values_are_the_models_own_value_network(teachers, shared_teachers: Path, key: str) -> None:
+    """``value`` takes raw observations: normalised by SB3's own VecNormalize before the value head."""
+    import torch as th
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    t = teachers[key]
+    obs = _reset_obs(t, 4)
+    zoo = _zip(shared_teachers, key)
+    venv = DummyVecEnv([lambda: t.env_fn(0)])
+    with _old_gym_names():  # the zoo pickled it under gym's names
+        norm = VecNormalize.load(str(zoo.with_suffix("") / "vecnormalize.pkl"), venv)
+    with th.no_grad():
+        own = t.model.policy.predict_values(th.as_tensor(norm.normalize_obs(obs), dtype=th.float32))
+    venv.close()
+    np.testing.assert_allclose(t.value(obs), own.numpy()[:, 0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def pendulum_agents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Untrained SAC and TD3 on Pendulum-v1, whose torque bounds are [-2, 2], not [-1, 1]."""
+    from stable_baselines3 import SAC, TD3
+
+    folder = tmp_path_factory.mktemp("pendulum")
+    out = {}
+    for name, cls in (("sac", SAC), ("td3", TD3)):
+        env = envs.make_env("Pendulum-v1", 0)
+        model = cls("MlpPolicy", env, buffer_size=100, seed=0, device="cpu")
+        out[name] = folder / f"{name}.zip"
+        model.save(str(out[name]))
+        env.close()
+    return out
+
+
+def test_q_values_rescale_actions_outside_unit_bounds(pendulum_agents: dict[str, Path]) -> None:
+    """Env-space actions in [-2, 2] reach the critic rescaled to [-1, 1], as SB3 trained it."""
+    import torch as th
+
+    sac = load_teacher(pendulum_agents["sac"], env="Pendulum-v1")
+    np.testing.assert_array_equal(sac.action_low, [-2.0])
+    obs = _reset_obs(sac, 5)
+    actions = np.array([[-2.0], [-1.0], [0.0], [1.5], [2.0]])
+    np.testing.assert_allclose(sac.q_values(obs, actions), _own_sac_q(sac.model, obs, actions), rtol=1e-5, atol=1e-6)
+    # Deterministic actions are SB3's own, in env units.
+    own, _ = sac.model.predict(obs.astype(np.float32), deterministic=True)
+    np.testing.assert_allclose(sac.predict(obs), own, rtol=1e-6)
+
+    td3 = load_teacher(pendulum_agents["td3"], env="Pendulum-v1")
+    with th.no_grad():
+        q1 = td3.model.critic.q1_forward(th.as_tensor(obs, dtype=th.float32),
+                                         th.as_tensor(actions / 2.0, dtype=th.float32))
+    np.testing.assert_allclose(td3.q_values(obs, actions), q1.numpy()[:, 0], rtol=1e-5, atol=1e-6)
 
 
 def test_sac_value_message_exact(teachers) -> None:
@@ -570,13 +646,62 @@ def test_returns_do_not_depend_on_the_global_torch_thread_count(teachers) -> Non
     from interp_rl.rollouts import evaluate
 
     teacher = teachers["sac_halfcheetah"]
+    obs = _reset_obs(teacher, 2)
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
         two = evaluate(teacher, teacher.env_fn, 2, seed=11).returns
+        # Every network call runs on the teacher's own count and gives the caller's back.
+        teacher.predict(obs)
+        teacher.q_values(obs, teacher.predict(obs))
+        assert torch.get_num_threads() == 2, "the teacher must restore the caller's thread count"
         torch.set_num_threads(1)
         one = evaluate(teacher, teacher.env_fn, 2, seed=11).returns
-        assert torch.get_num_threads() == 1, "predict must restore the caller's thread count"
     finally:
         torch.set_num_threads(before)
     assert one == two
+
+
+def test_teacher_runs_its_network_on_its_own_thread_count(teachers, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    teacher = teachers["ppo_hopper"]
+    obs = _reset_obs(teacher, 2)
+    seen: list[int] = []
+    forward = teacher.model.policy.predict_values
+
+    def spy(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(teacher.model.policy, "predict_values", spy)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        teacher.value(obs)
+        assert seen == [teacher.threads] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_run_that_requires_the_teachers_fails_when_they_are_missing(tmp_path: Path) -> None:
+    """CI sets $INTERP_RL_REQUIRE_TEACHERS: without the folder the run fails (naming it), never skips."""
+    import subprocess
+    import sys
+
+    missing = tmp_path / "no-teachers"
+    env = {**os.environ, "INTERP_RL_TEACHERS": str(missing), "INTERP_RL_REQUIRE_TEACHERS": "1"}
+    here = Path(__file__).resolve()
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"{here}::test_unknown_algorithm"],
+        cwd=here.parents[1], env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert f"the folder {missing} does not exist" in res.stdout + res.stderr
+    # Without the requirement the same run passes (the teacher tests would skip).
+    env.pop("INTERP_RL_REQUIRE_TEACHERS")
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"{here}::test_unknown_algorithm"],
+        cwd=here.parents[1], env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr

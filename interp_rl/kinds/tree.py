@@ -232,16 +232,41 @@ class TreeProgram(ProgramBase):
             if len(getattr(self, name)) != n:
                 raise ControllerFormatError(f"{name} has {len(getattr(self, name))} entries; expected {n}.")
         internal = self.left >= 0
+
+        def first(bad: np.ndarray) -> int:
+            return int(np.flatnonzero(bad)[0])
+
         if np.any((self.right >= 0) != internal):
-            raise ControllerFormatError("Every node needs both children or none.")
-        if np.any(self.left[internal] >= n) or np.any(self.right[internal] >= n):
-            raise ControllerFormatError("A child id points past the last node.")
-        if np.any(self.feature[internal] < 0) or np.any(self.feature[internal] >= self.obs_dim):
-            raise ControllerFormatError(f"A split feature is outside [0, {self.obs_dim}).")
+            node = first((self.right >= 0) != internal)
+            raise ControllerFormatError(
+                f"Node {node} has left child {self.left[node]} and right child {self.right[node]}; "
+                "a node needs both children (ids >= 0) or none (-1)."
+            )
+        past = internal & ((self.left >= n) | (self.right >= n))
+        if np.any(past):
+            node = first(past)
+            raise ControllerFormatError(
+                f"Node {node} has children ({self.left[node]}, {self.right[node]}); ids must be below "
+                f"the node count {n}."
+            )
+        outside = internal & ((self.feature < 0) | (self.feature >= self.obs_dim))
+        if np.any(outside):
+            node = first(outside)
+            raise ControllerFormatError(
+                f"Node {node} splits on feature {self.feature[node]}; split features must be in "
+                f"[0, {self.obs_dim})."
+            )
         if not np.all(np.isfinite(self.threshold[internal])):
-            raise ControllerFormatError("A split threshold is not finite.")
-        if not (np.all(np.isfinite(self.intercept)) and np.all(np.isfinite(self.coef))):
-            raise ControllerFormatError("A leaf parameter is not finite.")
+            node = first(internal & ~np.isfinite(self.threshold))
+            raise ControllerFormatError(
+                f"Node {node} has split threshold {self.threshold[node]}; thresholds must be finite."
+            )
+        bad_leaf = ~(np.isfinite(self.intercept).all(axis=1) & np.isfinite(self.coef).all(axis=(1, 2)))
+        if np.any(bad_leaf):
+            node = first(bad_leaf)
+            raise ControllerFormatError(
+                f"Node {node} has a non-finite leaf parameter; intercepts and coefficients must be finite."
+            )
         seen = np.zeros(n, dtype=bool)
         stack = [0]
         while stack:
@@ -251,6 +276,10 @@ class TreeProgram(ProgramBase):
             seen[node] = True
             if internal[node]:
                 stack.extend((int(self.left[node]), int(self.right[node])))
+        if not seen.all():
+            raise ControllerFormatError(
+                f"Node {first(~seen)} cannot be reached from the root; every node must belong to the tree."
+            )
 
     # --------------------------------------------------------------- running
     def apply(self, X: np.ndarray) -> np.ndarray:
