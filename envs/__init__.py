@@ -1,6 +1,5 @@
 """Tasks with named features, zoo-compatible wrappers, and teacher loading."""
 
-from envs.features import Feature
 from envs.registry import (
     TASKS,
     EnvVariant,
@@ -14,7 +13,7 @@ from envs.registry import (
     resolve_task,
     task_signals,
 )
-from envs.rollouts import collect, evaluate
+from envs.rollouts import collect_on_task, evaluate_on_task
 from envs.teachers import load_teacher
 from envs.training import TrainConfig, train_teacher
 
@@ -22,11 +21,10 @@ __all__ = [
     "TASKS",
     "TrainConfig",
     "EnvVariant",
-    "Feature",
     "Task",
-    "collect",
+    "collect_on_task",
     "env_factory",
-    "evaluate",
+    "evaluate_on_task",
     "get_task",
     "list_tasks",
     "load_teacher",

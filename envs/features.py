@@ -16,11 +16,12 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from interp_rl.program import Signal
+
 __all__ = [
     "ActuatorActions",
     "BodyArray",
     "ComDifference",
-    "Feature",
     "JointQpos",
     "JointQvel",
     "ObservationBlock",
@@ -34,23 +35,6 @@ __all__ = [
 
 _AXES = {0: "x", 1: "y", 2: "z"}
 _ROT = {"x": "roll", "y": "pitch", "z": "yaw"}
-
-
-@dataclass(frozen=True)
-class Feature:
-    """One observation or action component."""
-
-    name: str
-    """Identifier used in rules and equations, e.g. ``thigh_joint_angle``."""
-    unit: str
-    """Physical unit, e.g. ``rad``; ``1`` for dimensionless values."""
-    description: str = ""
-    """Where the value comes from."""
-
-    @property
-    def label(self) -> str:
-        """``name [unit]``, as shown in tables and pictures."""
-        return f"{self.name} [{self.unit}]"
 
 
 def _name(model: Any, obj: mujoco.mjtObj, idx: int) -> str | None:
@@ -81,21 +65,21 @@ def _is_root(model: Any, joint: int) -> bool:
     return int(model.body_parentid[model.jnt_bodyid[joint]]) == 0
 
 
-def joint_dof_features(model: Any, joint: int) -> tuple[list[Feature], list[Feature]]:
+def joint_dof_features(model: Any, joint: int) -> tuple[list[Signal], list[Signal]]:
     """Features of one joint's ``qpos`` entries and of its ``qvel`` entries."""
     jname = _name(model, mujoco.mjtObj.mjOBJ_JOINT, joint) or f"joint{joint}"
     jtype = int(model.jnt_type[joint])
     body = body_name(model, int(model.jnt_bodyid[joint]))
     src = f"joint '{jname}'"
     if jtype == mujoco.mjtJoint.mjJNT_FREE:
-        pos = [Feature(f"{body}_{a}", "m", f"{src} position") for a in "xyz"]
-        pos += [Feature(f"{body}_q{a}", "1", f"{src} orientation quaternion") for a in "wxyz"]
-        vel = [Feature(f"{body}_v{a}", "m/s", f"{src} linear velocity") for a in "xyz"]
-        vel += [Feature(f"{body}_w{a}", "rad/s", f"{src} angular velocity") for a in "xyz"]
+        pos = [Signal(f"{body}_{a}", "m", f"{src} position") for a in "xyz"]
+        pos += [Signal(f"{body}_q{a}", "1", f"{src} orientation quaternion") for a in "wxyz"]
+        vel = [Signal(f"{body}_v{a}", "m/s", f"{src} linear velocity") for a in "xyz"]
+        vel += [Signal(f"{body}_w{a}", "rad/s", f"{src} angular velocity") for a in "xyz"]
         return pos, vel
     if jtype == mujoco.mjtJoint.mjJNT_BALL:
-        pos = [Feature(f"{jname}_q{a}", "1", f"{src} quaternion") for a in "wxyz"]
-        vel = [Feature(f"{jname}_w{a}", "rad/s", f"{src} angular velocity") for a in "xyz"]
+        pos = [Signal(f"{jname}_q{a}", "1", f"{src} quaternion") for a in "wxyz"]
+        vel = [Signal(f"{jname}_w{a}", "rad/s", f"{src} angular velocity") for a in "xyz"]
         return pos, vel
     axis = _axis(np.asarray(model.jnt_axis[joint]))
     # A planar floating base (rootx/rootz/rooty, slider1/slider2/...) is named after its
@@ -107,27 +91,27 @@ def joint_dof_features(model: Any, joint: int) -> tuple[list[Feature], list[Feat
     )
     if jtype == mujoco.mjtJoint.mjJNT_SLIDE:
         if root:
-            return ([Feature(f"{body}_{axis}", "m", f"{src} (slide)")],
-                    [Feature(f"{body}_v{axis}", "m/s", f"{src} velocity")])
-        return ([Feature(f"{jname}_pos", "m", f"{src} (slide)")],
-                [Feature(f"{jname}_vel", "m/s", f"{src} velocity")])
+            return ([Signal(f"{body}_{axis}", "m", f"{src} (slide)")],
+                    [Signal(f"{body}_v{axis}", "m/s", f"{src} velocity")])
+        return ([Signal(f"{jname}_pos", "m", f"{src} (slide)")],
+                [Signal(f"{jname}_vel", "m/s", f"{src} velocity")])
     if root:
         rot = _ROT[axis]  # type: ignore[index]
-        return ([Feature(f"{body}_{rot}", "rad", f"{src} (hinge)")],
-                [Feature(f"{body}_{rot}_rate", "rad/s", f"{src} angular velocity")])
-    return ([Feature(f"{jname}_angle", "rad", f"{src} (hinge)")],
-            [Feature(f"{jname}_angvel", "rad/s", f"{src} angular velocity")])
+        return ([Signal(f"{body}_{rot}", "rad", f"{src} (hinge)")],
+                [Signal(f"{body}_{rot}_rate", "rad/s", f"{src} angular velocity")])
+    return ([Signal(f"{jname}_angle", "rad", f"{src} (hinge)")],
+            [Signal(f"{jname}_angvel", "rad/s", f"{src} angular velocity")])
 
 
-def _qpos_features(model: Any) -> list[Feature]:
-    out: list[Feature] = []
+def _qpos_features(model: Any) -> list[Signal]:
+    out: list[Signal] = []
     for j in range(model.njnt):
         out += joint_dof_features(model, j)[0]
     return out
 
 
-def _qvel_features(model: Any) -> list[Feature]:
-    out: list[Feature] = []
+def _qvel_features(model: Any) -> list[Signal]:
+    out: list[Signal] = []
     for j in range(model.njnt):
         out += joint_dof_features(model, j)[1]
     return out
@@ -136,7 +120,7 @@ def _qvel_features(model: Any) -> list[Feature]:
 class ObservationBlock:
     """A contiguous piece of an observation: names plus how to compute it."""
 
-    def features(self, model: Any) -> list[Feature]:
+    def features(self, model: Any) -> list[Signal]:
         raise NotImplementedError
 
     def values(self, model: Any, data: Any) -> np.ndarray:
@@ -150,7 +134,7 @@ class JointQpos(ObservationBlock):
     start: int = 0
     stop: int | None = None
 
-    def features(self, model: Any) -> list[Feature]:
+    def features(self, model: Any) -> list[Signal]:
         return _qpos_features(model)[self.start : self.stop]
 
     def values(self, model: Any, data: Any) -> np.ndarray:
@@ -165,11 +149,11 @@ class JointQvel(ObservationBlock):
     stop: int | None = None
     clip: float | None = None
 
-    def features(self, model: Any) -> list[Feature]:
+    def features(self, model: Any) -> list[Signal]:
         feats = _qvel_features(model)[self.start : self.stop]
         if self.clip is None:
             return feats
-        return [Feature(f.name, f.unit, f"{f.description}, clipped to ±{self.clip:g}") for f in feats]
+        return [Signal(f.name, f.unit, f"{f.description}, clipped to ±{self.clip:g}") for f in feats]
 
     def values(self, model: Any, data: Any) -> np.ndarray:
         v = np.asarray(data.qvel, dtype=np.float64).ravel()[self.start : self.stop]
@@ -184,9 +168,9 @@ class TrigQpos(ObservationBlock):
     start: int = 0
     stop: int | None = None
 
-    def features(self, model: Any) -> list[Feature]:
+    def features(self, model: Any) -> list[Signal]:
         return [
-            Feature(f"{self.fn}_{f.name}", "1", f"{self.fn} of {f.description}")
+            Signal(f"{self.fn}_{f.name}", "1", f"{self.fn} of {f.description}")
             for f in _qpos_features(model)[self.start : self.stop]
         ]
 
@@ -203,9 +187,9 @@ class ComDifference(ObservationBlock):
     body_b: str = ""
     dims: int = 3
 
-    def features(self, model: Any) -> list[Feature]:
+    def features(self, model: Any) -> list[Signal]:
         return [
-            Feature(f"{self.body_a}_to_{self.body_b}_{_AXES[i]}", "m",
+            Signal(f"{self.body_a}_to_{self.body_b}_{_AXES[i]}", "m",
                     f"position of body '{self.body_a}' minus body '{self.body_b}'")
             for i in range(self.dims)
         ]
@@ -249,7 +233,7 @@ class BodyArray(ObservationBlock):
     clip: float | None = None
     zero: bool = False
 
-    def features(self, model: Any) -> list[Feature]:
+    def features(self, model: Any) -> list[Signal]:
         comps, what = _BODY_ARRAYS[self.field]
         note = ", always 0 (zoo v3 layout)" if self.zero else (
             f", clipped to ±{self.clip:g}" if self.clip is not None else "")
@@ -259,7 +243,7 @@ class BodyArray(ObservationBlock):
             for comp, unit in comps:
                 # cfrc_ext components already say what they are (ext_force_x)
                 name = f"{bn}_{comp}" if self.field == "cfrc_ext" else f"{bn}_{self.field}_{comp}"
-                out.append(Feature(name, unit, f"{what} of body '{bn}'{note}"))
+                out.append(Signal(name, unit, f"{what} of body '{bn}'{note}"))
         return out
 
     def values(self, model: Any, data: Any) -> np.ndarray:
@@ -269,7 +253,7 @@ class BodyArray(ObservationBlock):
         return v if self.clip is None else np.clip(v, -self.clip, self.clip)
 
 
-def _dof_features(model: Any, what: str, desc: str) -> list[Feature]:
+def _dof_features(model: Any, what: str, desc: str) -> list[Signal]:
     """One feature per degree of freedom: ``<joint>[_<component>]_<what>``."""
     out = []
     for d in range(model.nv):
@@ -283,7 +267,7 @@ def _dof_features(model: Any, what: str, desc: str) -> list[Feature]:
             comp, unit = f"_r{'xyz'[k]}", "N m"
         else:
             comp, unit = "", "N" if jtype == mujoco.mjtJoint.mjJNT_SLIDE else "N m"
-        out.append(Feature(f"{jname}{comp}_{what}", unit, f"{desc} on joint '{jname}'"))
+        out.append(Signal(f"{jname}{comp}_{what}", unit, f"{desc} on joint '{jname}'"))
     return out
 
 
@@ -293,7 +277,7 @@ class QfrcActuator(ObservationBlock):
 
     start: int = 0
 
-    def features(self, model: Any) -> list[Feature]:
+    def features(self, model: Any) -> list[Signal]:
         return _dof_features(model, "actuator_force", "actuator force")[self.start :]
 
     def values(self, model: Any, data: Any) -> np.ndarray:
@@ -308,10 +292,10 @@ class QfrcConstraint(ObservationBlock):
     stop: int | None = None
     clip: float | None = None
 
-    def features(self, model: Any) -> list[Feature]:
+    def features(self, model: Any) -> list[Signal]:
         note = "" if self.clip is None else f", clipped to ±{self.clip:g}"
         feats = _dof_features(model, "constraint_force", "constraint force")[self.start : self.stop]
-        return [Feature(f.name, f.unit, f.description + note) for f in feats]
+        return [Signal(f.name, f.unit, f.description + note) for f in feats]
 
     def values(self, model: Any, data: Any) -> np.ndarray:
         v = np.asarray(data.qfrc_constraint, dtype=np.float64).ravel()
@@ -320,9 +304,9 @@ class QfrcConstraint(ObservationBlock):
         return v[self.start : self.stop]
 
 
-def layout_features(layout: Sequence[ObservationBlock], model: Any) -> list[Feature]:
+def layout_features(layout: Sequence[ObservationBlock], model: Any) -> list[Signal]:
     """Concatenate the features of every block of ``layout``."""
-    out: list[Feature] = []
+    out: list[Signal] = []
     for block in layout:
         out += block.features(model)
     return out
@@ -337,7 +321,7 @@ def layout_values(layout: Sequence[ObservationBlock], model: Any, data: Any) -> 
 class ActuatorActions:
     """Action features: one per actuator, named after the joint it drives."""
 
-    def features(self, model: Any) -> list[Feature]:
+    def features(self, model: Any) -> list[Signal]:
         out = []
         for a in range(model.nu):
             joint = int(model.actuator_trnid[a, 0])
@@ -348,10 +332,10 @@ class ActuatorActions:
             kind = "force" if slide else "torque"
             unit = f"x{gear:g} N" if slide else f"x{gear:g} N m"
             desc = f"motor{f' {aname!r}' if aname else ''} on joint '{jname}', gear {gear:g}"
-            out.append(Feature(f"{jname}_{kind}", unit, desc))
+            out.append(Signal(f"{jname}_{kind}", unit, desc))
         return out
 
 
-def action_features(model: Any) -> list[Feature]:
+def action_features(model: Any) -> list[Signal]:
     """One named feature per actuator of ``model``."""
     return ActuatorActions().features(model)

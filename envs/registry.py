@@ -17,7 +17,6 @@ import mujoco
 from envs.features import (
     BodyArray,
     ComDifference,
-    Feature,
     JointQpos,
     JointQvel,
     ObservationBlock,
@@ -97,9 +96,9 @@ class Task:
     """Gymnasium asset holding the pre-v5 model, where it differs."""
     zoo_ids: tuple[str, ...] = ()
     """Older ids (RL-Zoo agents) that run on this task."""
-    static_obs: tuple[Feature, ...] = ()
+    static_obs: tuple[Signal, ...] = ()
     """Observation features of non-MuJoCo tasks."""
-    static_actions: tuple[Feature, ...] = ()
+    static_actions: tuple[Signal, ...] = ()
     """Action features of non-MuJoCo tasks."""
     max_episode_steps: int = 1000
 
@@ -148,7 +147,7 @@ class Task:
         env.observation_space.seed(seed)
         return env
 
-    def observation_features(self, variant: EnvVariant | None = None) -> list[Feature]:
+    def observation_features(self, variant: EnvVariant | None = None) -> list[Signal]:
         """Every observation component's name and unit, in order."""
         variant = variant or EnvVariant()
         if self.is_mujoco:
@@ -158,10 +157,10 @@ class Task:
         else:
             feats = list(self.static_obs)
         if variant.time_feature:
-            feats.append(Feature("time_remaining", "1", "1 - t / max_steps (TimeFeatureWrapper)"))
+            feats.append(Signal("time_remaining", "1", "1 - t / max_steps (TimeFeatureWrapper)"))
         return feats
 
-    def action_features(self) -> list[Feature]:
+    def action_features(self) -> list[Signal]:
         """Every action component's name and unit, in order."""
         if self.is_mujoco:
             return action_features(_model(self.id, False))
@@ -217,10 +216,10 @@ TASKS: dict[str, Task] = {
                                     BodyArray("cfrc_ext", 0))},
              zoo_ids=("Humanoid-v3", "Humanoid-v4")),
         Task("Pendulum-v1", "Classic pendulum swing-up (not MuJoCo): keep it upright.",
-             static_obs=(Feature("cos_theta", "1", "cos of the pendulum angle (0 = upright)"),
-                         Feature("sin_theta", "1", "sin of the pendulum angle"),
-                         Feature("theta_dot", "rad/s", "angular velocity")),
-             static_actions=(Feature("torque", "N m", "torque on the pendulum, in [-2, 2]"),),
+             static_obs=(Signal("cos_theta", "1", "cos of the pendulum angle (0 = upright)"),
+                         Signal("sin_theta", "1", "sin of the pendulum angle"),
+                         Signal("theta_dot", "rad/s", "angular velocity")),
+             static_actions=(Signal("torque", "N m", "torque on the pendulum, in [-2, 2]"),),
              max_episode_steps=200),
     ]
 }
@@ -305,9 +304,7 @@ def task_signals(
     if isinstance(variant, dict):
         variant = EnvVariant(**variant)
     t = get_task(task)
-    features = [Signal(f.name, f.unit, f.description) for f in t.observation_features(variant)]
-    actions = [Signal(f.name, f.unit, f.description) for f in t.action_features()]
-    return features, actions
+    return list(t.observation_features(variant)), list(t.action_features())
 
 
 def observation_dim(task: str, variant: EnvVariant | None = None) -> int:

@@ -11,7 +11,7 @@ from interp_rl.rollouts import EnvFn, EvalResult, Rollout
 from interp_rl.rollouts import collect as _collect
 from interp_rl.rollouts import evaluate as _evaluate
 
-__all__ = ["collect", "evaluate", "task_env_fn"]
+__all__ = ["collect_on_task", "evaluate_on_task", "task_env_fn"]
 
 
 def task_env_fn(policy: Any, task: str | None, variant: EnvVariant | None = None) -> tuple[EnvFn, str]:
@@ -40,7 +40,7 @@ def task_env_fn(policy: Any, task: str | None, variant: EnvVariant | None = None
     return env_factory(t.id, variant), t.id
 
 
-def evaluate(
+def evaluate_on_task(
     policy: Policy,
     task: str | None = None,
     episodes: int = 10,
@@ -58,7 +58,7 @@ def evaluate(
     ...     obs_dim = 4
     ...     def predict(self, obs):
     ...         return np.zeros((len(obs), 1))
-    >>> result = evaluate(Still(), "InvertedPendulum-v5", episodes=2, seed=0)
+    >>> result = evaluate_on_task(Still(), "InvertedPendulum-v5", episodes=2, seed=0)
     >>> len(result.returns), result.seeds
     (2, [0, 1])
     """
@@ -66,7 +66,7 @@ def evaluate(
     return _evaluate(policy, env_fn, episodes, seed, n_envs=n_envs, task=task_id)
 
 
-def collect(
+def collect_on_task(
     policy: Policy,
     task: str | None = None,
     steps: int = 1000,

@@ -7,7 +7,7 @@ on the episode index) and the CLI's one-episode pictures all call it.
 These functions take an *environment factory* ``env_fn(seed) -> gymnasium.Env``
 so the core never depends on a task registry; :mod:`envs` supplies factories
 for named tasks (``envs.env_factory("Hopper-v5")``) and the task-level
-wrappers ``envs.evaluate(policy, "Hopper-v5", ...)`` / ``envs.collect(...)``.
+wrappers ``envs.evaluate_on_task(policy, "Hopper-v5", ...)`` / ``envs.collect_on_task(...)``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import envs
-from envs.features import Feature, layout_features, layout_values
+from envs.features import layout_features, layout_values
+from interp_rl.program import Signal
 
 ALL_TASKS = envs.list_tasks()
 MUJOCO_TASKS = [t for t in ALL_TASKS if t.is_mujoco]
@@ -16,7 +17,7 @@ def _ids(tasks: list[envs.Task]) -> list[str]:
     return [t.id for t in tasks]
 
 
-def _names(features: list[Feature]) -> list[str]:
+def _names(features: list[Signal]) -> list[str]:
     return [f.name for f in features]
 
 
@@ -55,7 +56,7 @@ def test_feature_names_unique_and_well_formed(task: envs.Task) -> None:
         names = _names(feats)
         assert len(set(names)) == len(names), f"duplicate names in {task.id}: {names}"
         for f in feats:
-            assert isinstance(f, Feature)
+            assert isinstance(f, Signal)
             assert f.name and f.name.isidentifier(), f.name
             assert f.unit
             assert f.label == f"{f.name} [{f.unit}]"

@@ -281,11 +281,11 @@ def test_task_level_evaluate_and_collect(teachers) -> None:
     from interp_rl.errors import ObservationError
 
     teacher = teachers["ppo_hopper"]
-    by_task = envs.evaluate(teacher, "Hopper-v5", episodes=2, seed=3)
-    own = envs.evaluate(teacher, episodes=2, seed=3)
+    by_task = envs.evaluate_on_task(teacher, "Hopper-v5", episodes=2, seed=3)
+    own = envs.evaluate_on_task(teacher, episodes=2, seed=3)
     assert by_task.returns == own.returns and by_task.task == "Hopper-v5"
-    data = envs.collect(teacher, steps=50, seed=0)
+    data = envs.collect_on_task(teacher, steps=50, seed=0)
     assert data.observations.shape == (50, 11) and data.actions.shape == (50, 3)
     with pytest.raises(ObservationError, match=re.escape(
             "The policy observes 11 features, but Walker2d-v5 gives 17; is it a policy for another task?")):
-        envs.evaluate(teacher, "Walker2d-v5", episodes=1)
+        envs.evaluate_on_task(teacher, "Walker2d-v5", episodes=1)
