@@ -154,6 +154,20 @@ def dot_label(lines: Sequence[str], *, left: bool = False) -> str:
     return '"' + sep.join(_esc(line) for line in lines) + (sep if left else "") + '"'
 
 
+def dot_header(controller: Controller, *, title: str | None, fmt: Any, rankdir: str | None = None) -> list[str]:
+    """Opening lines every kind's picture shares: the caption (title and action clipping) and fonts."""
+    out = ["digraph controller {"] + ([f"  rankdir={rankdir};"] if rankdir else [])
+    caption = [title] if title else []
+    note = controller.program.clip_note(controller, fmt)
+    if note:
+        caption.append(note)
+    if caption:
+        out.append(f'  graph [label={dot_label(caption)}, labelloc="t", fontname="Helvetica"];')
+    out.append('  node [shape=box, fontname="Helvetica", fontsize=11];')
+    out.append('  edge [fontname="Helvetica", fontsize=10];')
+    return out
+
+
 def dot_attrs(attrs: Mapping[str, str]) -> str:
     """``[k=v, ...]``: a DOT attribute list (values already quoted where needed)."""
     return "[" + ", ".join(f"{k}={v}" for k, v in attrs.items()) + "]"

@@ -170,7 +170,7 @@ class LinearProgram(ProgramBase):
         states) an edge's width follows the typical size of its term, ``|c_j| * std(x_j)``, and
         with ``obs`` each action box shows its value for that observation.
         """
-        from interp_rl.viz import dot_attrs, dot_label
+        from interp_rl.viz import dot_attrs, dot_header, dot_label
 
         if options:
             raise TypeError(f"to_dot of a linear program takes no option {sorted(options)[0]!r}.")
@@ -182,15 +182,7 @@ class LinearProgram(ProgramBase):
         weight = np.abs(self.coef) * scale[None, :]
         peak = float(weight.max(initial=0.0)) or 1.0
         values = self.predict(np.asarray(obs, dtype=np.float64)[None, :])[0] if obs is not None else None
-        out = ["digraph controller {", "  rankdir=LR;"]
-        caption = [title] if title else []
-        note = self.clip_note(controller, fmt)
-        if note:
-            caption.append(note)
-        if caption:
-            out.append(f'  graph [label={dot_label(caption)}, labelloc="t", fontname="Helvetica"];')
-        out += ['  node [shape=box, fontname="Helvetica", fontsize=11];',
-                '  edge [fontname="Helvetica", fontsize=10];']
+        out = dot_header(controller, title=title, fmt=fmt, rankdir="LR")
         for j in used:
             text = [controller.features[j].label]
             if obs is not None:

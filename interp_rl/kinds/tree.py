@@ -505,7 +505,7 @@ class TreeProgram(ProgramBase):
         child); ``states`` shade the leaves by visits (or give ``leaf_visits``, a count per node
         id or ``{leaf_id: count}``). ``max_terms`` limits the linear terms shown per action.
         """
-        from interp_rl.viz import dot_attrs, dot_label
+        from interp_rl.viz import dot_attrs, dot_header, dot_label
 
         max_terms = check_int(max_terms, "max_terms", "to_dot", low=1)
         if obs is not None:
@@ -546,15 +546,7 @@ class TreeProgram(ProgramBase):
                 extra[node].append(f"visits {p}% ({cg.count(float(v))})")
                 fill[node] = _shade(v / peak if peak > 0 else 0.0)
 
-        out = ["digraph controller {"]
-        caption = [title] if title else []
-        note = self.clip_note(controller, fmt)
-        if note:
-            caption.append(note)
-        if caption:
-            out.append(f'  graph [label={dot_label(caption)}, labelloc="t", fontname="Helvetica"];')
-        out.append('  node [shape=box, fontname="Helvetica", fontsize=11];')
-        out.append('  edge [fontname="Helvetica", fontsize=10];')
+        out = dot_header(controller, title=title, fmt=fmt)
 
         parent = {int(c): p for p in range(self.n_nodes) for c in (self.left[p], self.right[p]) if c >= 0}
         for node in drawn:
