@@ -4,7 +4,8 @@ A distiller receives a teacher (:class:`interp_rl.teachers.Teacher`) and an envi
 ``env_fn(seed)``; it never imports :mod:`envs`.
 
 - Students (scikit-learn estimators on raw observations): :class:`TreePolicy` (a regression tree
-  with constant or sparse-linear leaves), :class:`LinearPolicy` (sparse equations).
+  with constant or sparse-linear leaves), :class:`LinearPolicy` (sparse equations),
+  :class:`MixturePolicy` (a top-1 mixture of sparse linear experts, SMOSE).
 - :class:`DAgger`: learns any student from a teacher (behaviour cloning with ``n_iter=0``),
   with VIPER-style critic weighting for teachers that have a Q-function.
 - :class:`LeafTuner`: tunes a tree's leaves on the real return (augmented random search).
@@ -18,6 +19,7 @@ from distill.finetune import LeafTuner
 from distill.job import Distillation, run_job
 from distill.linear import LinearPolicy
 from distill.methods import METHODS, Method, Option, get_method, register_method
+from distill.moe import MixturePolicy
 from distill.prune import collapse_similar, cost_complexity_path, prune, prune_to_leaves
 from distill.tree import TreePolicy
 
@@ -28,6 +30,7 @@ __all__ = [
     "LeafTuner",
     "LinearPolicy",
     "Method",
+    "MixturePolicy",
     "Option",
     "TreePolicy",
     "collapse_similar",

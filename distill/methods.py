@@ -25,6 +25,7 @@ from distill.dagger import DAgger
 from distill.finetune import LeafTuner
 from distill.job import Distillation
 from distill.linear import LinearPolicy
+from distill.moe import MixturePolicy
 from distill.tree import TreePolicy
 from interp_rl._validation import check_int
 from interp_rl.errors import InvalidParameterError, bad_value
@@ -254,4 +255,25 @@ register_method(Method(
         *_dagger_options(),
     ),
     picture_note="edge width: typical size of the term in visited states",
+))
+
+register_method(Method(
+    name="moe",
+    description="sparse mixture of linear experts, linear or tree router (SMOSE; DAgger)",
+    size="experts",
+    make=lambda: Distillation(dagger=DAgger(MixturePolicy())),
+    options=(
+        Option("experts", ("dagger__student__n_experts",), "Number of linear experts."),
+        Option("router", ("dagger__student__router",), "'linear' (the highest score acts) or 'tree' (a decision "
+               "tree distilled from the linear router).", str),
+        Option("router_depth", ("dagger__student__router_depth",), "Depth limit of the routing tree."),
+        Option("max_terms", ("dagger__student__max_terms",), "Features per action in each expert (none: all)."),
+        Option("load_balance", ("dagger__student__load_balance",), "Weight of the load-balancing loss (0: off).",
+               float),
+        Option("gate_noise", ("dagger__student__gate_noise",), "Noise on the router's scores while training.",
+               float),
+        Option("train_steps", ("dagger__student__n_steps",), "Gradient steps of the end-to-end training."),
+        *_dagger_options(),
+    ),
+    picture_note="shading: share of visited states per expert",
 ))

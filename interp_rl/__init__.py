@@ -14,7 +14,7 @@ from interp_rl.errors import (
     UnknownAlgorithmError,
     UnknownTaskError,
 )
-from interp_rl.kinds import LinearProgram, TreeProgram  # noqa: I001 - registers the shipped kinds
+from interp_rl.kinds import LinearProgram, MixtureProgram, TreeProgram  # noqa: I001 - registers the shipped kinds
 from interp_rl.policy import Policy, SB3PredictorAdapter, as_sb3_predictor
 from interp_rl.program import PROGRAMS, Controller, Program, Signal, load_controller, register_program
 from interp_rl.rollouts import EvalResult, Rollout, collect, evaluate
@@ -31,6 +31,7 @@ __all__ = [
     "Interrupted",
     "InvalidParameterError",
     "LinearProgram",
+    "MixtureProgram",
     "ObservationError",
     "Policy",
     "Program",

@@ -2,12 +2,15 @@
 
 - :mod:`interp_rl.kinds.tree`: decision trees with constant or sparse-linear leaves (``tree``).
 - :mod:`interp_rl.kinds.linear`: sparse linear policies (``linear``).
+- :mod:`interp_rl.kinds.mixture`: top-1 mixtures of linear experts with a linear or tree router
+  (``mixture``).
 
 A new kind is a new module here (or anywhere) with a class decorated by
 :func:`interp_rl.program.register_program`; see :mod:`interp_rl.program`.
 """
 
 from interp_rl.kinds.linear import LinearProgram
+from interp_rl.kinds.mixture import MixtureProgram
 from interp_rl.kinds.tree import TreeProgram, leaf_visit_counts
 
-__all__ = ["LinearProgram", "TreeProgram", "leaf_visit_counts"]
+__all__ = ["LinearProgram", "MixtureProgram", "TreeProgram", "leaf_visit_counts"]

@@ -15,7 +15,7 @@ node ids (``apply``, ``decision_path``) are the storage order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -380,13 +380,15 @@ class TreeProgram(ProgramBase):
         return cg.affine_text(float(self.intercept[node, out]), self.leaf_terms(node, out), names, fmt,
                               max_terms)
 
-    def explain(self, controller: Controller, *, precision: int = 3, max_depth: int | None = None) -> str:
+    def explain(self, controller: Controller, *, precision: int = 3, max_depth: int | None = None,
+                leaf_text: Callable[[int], str] | None = None) -> str:
         """The rules as indented text, like :func:`sklearn.tree.export_text` with names.
 
         Each split prints its two conditions (left is ``<=``), each leaf its number (left to
         right), its actions (``intercept + c*feature`` for linear leaves) and its share of the
         training data. A last line lists the action bounds, if any. Subtrees below
-        ``max_depth`` print as ``... (k leaves below)``.
+        ``max_depth`` print as ``... (k leaves below)``. ``leaf_text(node)``, when given, replaces
+        what a leaf says (a routing tree names its expert).
         """
         fmt = partial(cg.fixed, precision=precision)
         names = controller.feature_names
@@ -404,11 +406,15 @@ class TreeProgram(ProgramBase):
             node, indent = item
             bar = "|   " * indent + "|--- "
             if self.is_leaf[node]:
+                share = self._share(node)
+                share = f"   ({share} of data)" if share else ""
+                if leaf_text is not None:
+                    lines.append(f"{bar}{leaf_text(node)}{share}")
+                    continue
                 text = ", ".join(
                     f"{a.label} = {self._expr(node, o, names, fmt)}" for o, a in enumerate(controller.actions)
                 )
-                share = self._share(node)
-                lines.append(f"{bar}leaf {number[node]}: {text}" + (f"   ({share} of data)" if share else ""))
+                lines.append(f"{bar}leaf {number[node]}: {text}{share}")
             elif max_depth is not None and depth[node] >= max_depth:
                 lines.append(bar + f"... ({int(n_below[node])} leaves below)")
             else:
@@ -420,10 +426,23 @@ class TreeProgram(ProgramBase):
                     (int(self.left[node]), indent + 1),
                     f"{bar}{label} <= {thr}",
                 ]
-        note = self.clip_note(controller, fmt)
+        note = self.clip_note(controller, fmt) if leaf_text is None else None
         if note:
             lines.append(note)
         return "\n".join(lines)
+
+    def split_path_text(self, controller: Controller, x: np.ndarray, *, precision: int = 3) -> list[str]:
+        """The splits ``x`` passes, one line each: ``thigh_angle = 0.25 rad > 0.2``."""
+        x = np.asarray(x, dtype=np.float64).ravel()
+        path = self.decision_path(x)
+        lines = []
+        for node, child in zip(path, path[1:], strict=False):
+            feat = controller.features[self.feature[node]]
+            value, thr = cg.apart(float(x[self.feature[node]]), float(self.threshold[node]), precision)
+            unit = f" {feat.unit}" if feat.unit else ""
+            op = "<=" if child == self.left[node] else ">"
+            lines.append(f"{feat.name} = {value}{unit} {op} {thr}")
+        return lines
 
     def explain_decision(self, controller: Controller, x: np.ndarray, *, precision: int = 3) -> str:
         """The splits one observation passes, with its values, the leaf reached and its actions.
@@ -433,15 +452,8 @@ class TreeProgram(ProgramBase):
         """
         x = np.asarray(x, dtype=np.float64).ravel()
         fmt = partial(cg.compact, precision=precision)
-        path = self.decision_path(x)
-        lines = []
-        for node, child in zip(path, path[1:], strict=False):
-            feat = controller.features[self.feature[node]]
-            value, thr = cg.apart(float(x[self.feature[node]]), float(self.threshold[node]), precision)
-            unit = f" {feat.unit}" if feat.unit else ""
-            op = "<=" if child == self.left[node] else ">"
-            lines.append(f"{feat.name} = {value}{unit} {op} {thr}")
-        leaf = path[-1]
+        lines = self.split_path_text(controller, x, precision=precision)
+        leaf = self.decision_path(x)[-1]
         share = self._share(leaf)
         lines.append(f"→ leaf {self.leaf_numbers()[leaf]} of {self.n_leaves}"
                      + (f" ({share} of data)" if share else ""))
@@ -612,7 +624,10 @@ class TreeProgram(ProgramBase):
     #: leaf at depth ``d`` sits at level ``d + 1`` inside ``act``.
     MAX_PYTHON_DEPTH = 98
 
-    def _body(self, controller: Controller, python: bool) -> list[str]:
+    def code_lines(self, controller: Controller, python: bool,
+                   leaf_lines: Callable[[int, str], list[str]] | None = None) -> list[str]:
+        """The tree as nested ``if``/``else`` in Python or C; ``leaf_lines(node, indent)`` writes each leaf
+        (default: its number as a comment, then its actions ``y0 = ...``)."""
         number = self.leaf_numbers()
         lines: list[str] = []
         end = "" if python else ";"
@@ -628,6 +643,8 @@ class TreeProgram(ProgramBase):
             elif kind == "end":
                 if not python:
                     lines.append(f"{ind}}}")
+            elif leaf_lines is not None:
+                lines += leaf_lines(node, ind)
             else:
                 tag = f"leaf {number[node]} of {self.n_leaves}"
                 lines.append(f"{ind}# {tag}" if python else f"{ind}/* {tag} */")
@@ -647,11 +664,11 @@ class TreeProgram(ProgramBase):
                 f"The tree has depth {self.depth}, deeper than the {self.MAX_PYTHON_DEPTH} levels of nested "
                 "blocks Python allows; export it to C (to_c) or prune it."
             )
-        return self._body(controller, python=True)
+        return self.code_lines(controller, python=True)
 
     def c_body(self, controller: Controller) -> list[str]:
         """Nested ``if``/``else`` blocks following the tree, each split commented with its feature."""
-        return self._body(controller, python=False)
+        return self.code_lines(controller, python=False)
 
 
 def _wrapped(head: str, expr: str) -> list[str]:

@@ -1,0 +1,440 @@
+"""Sparse mixtures of linear experts: the ``mixture`` program kind (SMOSE's controllers).
+
+A router picks one of ``M`` experts for each observation; the expert, an affine map like a
+:class:`~interp_rl.kinds.linear.LinearProgram`, gives the actions. The router is either linear
+(one score per expert, the highest wins) or a decision tree whose leaves name an expert. Few
+experts with few terms each make a controller a person reads as "in this regime, these
+equations".
+
+Arithmetic (bit-identical in every runtime):
+
+* linear router: ``s_m = b_m`` then ``s_m = s_m + w_mj * x_j`` for the non-zero weights in
+  ascending feature order; the expert is the first ``m`` with the largest ``s_m`` (a later
+  score wins only when strictly greater);
+* tree router: the tree is walked as a :class:`~interp_rl.kinds.tree.TreeProgram` is (left
+  when ``x_f <= threshold``); the leaf names the expert;
+* the chosen expert: ``y = intercept`` then ``y = y + coef_j * x_j`` for its non-zero terms in
+  ascending feature order, then ``y = min(max(y, low), high)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from interp_rl import _codegen as cg
+from interp_rl.errors import ControllerFormatError
+from interp_rl.kinds.linear import LinearProgram
+from interp_rl.kinds.tree import TreeProgram
+from interp_rl.program import ProgramBase, register_program
+
+if TYPE_CHECKING:
+    from interp_rl.program import Controller
+
+__all__ = ["MixtureProgram", "router_tree"]
+
+
+def router_tree(*, feature: Any, threshold: Any, left: Any, right: Any, expert: Any, obs_dim: int,
+                n_samples: Any = ()) -> TreeProgram:
+    """A routing tree: a :class:`TreeProgram` with one constant output per leaf, the expert's index.
+
+    >>> t = router_tree(feature=[0, -1, -1], threshold=[0.0, 0, 0], left=[1, -1, -1], right=[2, -1, -1],
+    ...                 expert=[0, 1, 0], obs_dim=2)
+    >>> t.predict(np.array([[-1.0, 0.0], [1.0, 0.0]]))[:, 0].tolist()
+    [1.0, 0.0]
+    """
+    expert = np.asarray(expert, dtype=np.float64).reshape(-1, 1)
+    return TreeProgram.from_leaves(feature=feature, threshold=threshold, left=left, right=right, intercept=expert,
+                                   obs_dim=obs_dim, n_samples=list(n_samples))
+
+
+@register_program
+@dataclass
+class MixtureProgram(ProgramBase):
+    """A top-1 mixture of affine experts with a linear or tree router, then clipping.
+
+    Parameters
+    ----------
+    expert_intercept : ndarray of shape (n_experts, act_dim)
+        Constant part of each expert's actions.
+    expert_coef : ndarray of shape (n_experts, act_dim, obs_dim)
+        Each expert's coefficients; zeros are absent terms.
+    router_intercept, router_coef : ndarray of shape (n_experts,) and (n_experts, obs_dim)
+        The linear router's scores (empty when ``tree`` routes).
+    tree : TreeProgram, optional
+        A routing tree (see :func:`router_tree`) used instead of the linear router.
+    usage : ndarray of shape (n_experts,)
+        Share of the training data each expert acted on (zeros when unknown), for explanations.
+    action_low, action_high : ndarray of shape (act_dim,)
+        Actions are clipped to these bounds (``-inf``/``inf`` for none).
+
+    Examples
+    --------
+    Two experts switching on the sign of ``x0``: ``u = x1`` when ``x0 > 0``, else ``u = -2 x1``.
+
+    >>> import numpy as np
+    >>> p = MixtureProgram(expert_intercept=[[0.0], [0.0]], expert_coef=[[[0.0, 1.0]], [[0.0, -2.0]]],
+    ...                    router_intercept=[0.0, 0.0], router_coef=[[1.0, 0.0], [-1.0, 0.0]])
+    >>> p.predict(np.array([[0.5, 3.0], [-0.5, 3.0]]))
+    array([[ 3.],
+           [-6.]])
+    >>> p.size()
+    {'parameters': 8, 'nonzero_terms': 2, 'experts': 2, 'router_parameters': 4}
+    """
+
+    expert_intercept: np.ndarray
+    expert_coef: np.ndarray
+    router_intercept: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    router_coef: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    tree: TreeProgram | None = None
+    usage: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    action_low: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    action_high: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    kind = "mixture"
+
+    def __post_init__(self) -> None:
+        self.expert_intercept = np.asarray(self.expert_intercept, dtype=np.float64)
+        self.expert_coef = np.asarray(self.expert_coef, dtype=np.float64)
+        if self.expert_intercept.ndim != 2 or len(self.expert_intercept) < 1:
+            raise ControllerFormatError(
+                f"expert_intercept must have shape (n_experts >= 1, act_dim); got {self.expert_intercept.shape}."
+            )
+        m, act_dim = self.expert_intercept.shape
+        if self.expert_coef.ndim != 3 or self.expert_coef.shape[:2] != (m, act_dim):
+            raise ControllerFormatError(
+                f"expert_coef must have shape (n_experts={m}, act_dim={act_dim}, obs_dim); "
+                f"got {self.expert_coef.shape}."
+            )
+        if not (np.all(np.isfinite(self.expert_intercept)) and np.all(np.isfinite(self.expert_coef))):
+            bad = int(np.flatnonzero(~(np.isfinite(self.expert_intercept).all(axis=1)
+                                       & np.isfinite(self.expert_coef).all(axis=(1, 2))))[0])
+            raise ControllerFormatError(f"Expert {bad + 1} has a non-finite parameter; parameters must be finite.")
+        self.router_intercept = np.asarray(self.router_intercept, dtype=np.float64).ravel()
+        self.router_coef = np.asarray(self.router_coef, dtype=np.float64)
+        if self.tree is None:
+            if self.router_intercept.shape != (m,) or self.router_coef.shape != (m, self.obs_dim):
+                raise ControllerFormatError(
+                    f"A linear router needs router_intercept of shape ({m},) and router_coef of shape "
+                    f"({m}, {self.obs_dim}); got {self.router_intercept.shape} and {self.router_coef.shape}."
+                )
+            if not (np.all(np.isfinite(self.router_intercept)) and np.all(np.isfinite(self.router_coef))):
+                raise ControllerFormatError("A router weight is not finite; router weights must be finite.")
+        else:
+            if self.tree.obs_dim != self.obs_dim or self.tree.act_dim != 1:
+                raise ControllerFormatError(
+                    f"The routing tree reads {self.tree.obs_dim} features and gives {self.tree.act_dim} "
+                    f"outputs; it must read {self.obs_dim} and give 1 (the expert)."
+                )
+            ids = self.tree.intercept[self.tree.is_leaf, 0]
+            if np.any(ids != np.round(ids)) or np.any(ids < 0) or np.any(ids >= m):
+                bad = ids[(ids != np.round(ids)) | (ids < 0) | (ids >= m)][0]
+                raise ControllerFormatError(
+                    f"A routing leaf names expert index {bad:g}; indices must be whole numbers in [0, {m})."
+                )
+            self.router_intercept, self.router_coef = np.zeros(0), np.zeros((0, self.obs_dim))
+        self.usage = np.asarray(self.usage, dtype=np.float64).ravel()
+        if self.usage.size == 0:
+            self.usage = np.zeros(m)
+        if self.usage.shape != (m,) or not np.all(np.isfinite(self.usage)):
+            raise ControllerFormatError(f"usage must hold {m} finite shares; got {self.usage.tolist()}.")
+        self._init_bounds(self.action_low, self.action_high, act_dim)
+
+    # ------------------------------------------------------------------ shape and size
+    @property
+    def n_experts(self) -> int:
+        return int(self.expert_intercept.shape[0])
+
+    @property
+    def obs_dim(self) -> int:
+        return int(self.expert_coef.shape[2])
+
+    @property
+    def act_dim(self) -> int:
+        return int(self.expert_intercept.shape[1])
+
+    @property
+    def router(self) -> str:
+        """``'linear'`` or ``'tree'``."""
+        return "linear" if self.tree is None else "tree"
+
+    @property
+    def n_terms(self) -> int:
+        """Non-zero expert coefficients."""
+        return int(np.count_nonzero(self.expert_coef))
+
+    def router_size(self) -> int:
+        """Router parameters: biases plus non-zero weights, or the tree's thresholds plus its leaves."""
+        if self.tree is None:
+            return self.n_experts + int(np.count_nonzero(self.router_coef))
+        return int((~self.tree.is_leaf).sum() + self.tree.n_leaves)
+
+    def size(self) -> dict[str, int]:
+        """``parameters`` (all), ``nonzero_terms`` (expert coefficients), ``experts``, the router's size."""
+        out = {"parameters": self.n_experts * self.act_dim + self.n_terms + self.router_size(),
+               "nonzero_terms": self.n_terms, "experts": self.n_experts, "router_parameters": self.router_size()}
+        if self.tree is not None:
+            out["router_depth"] = self.tree.depth
+        return out
+
+    def expert(self, m: int) -> LinearProgram:
+        """Expert ``m`` (0-based) as a linear program with this mixture's bounds."""
+        return LinearProgram(intercept=self.expert_intercept[m], coef=self.expert_coef[m],
+                             action_low=self.action_low, action_high=self.action_high)
+
+    def router_terms(self, m: int) -> list[tuple[int, float]]:
+        """``[(feature, weight), ...]`` of expert ``m``'s score, ascending feature order."""
+        row = self.router_coef[m]
+        return [(int(j), float(row[j])) for j in np.flatnonzero(row)]
+
+    # ------------------------------------------------------------------ running
+    def scores(self, X: np.ndarray) -> np.ndarray:
+        """Linear router scores ``(n, n_experts)``, summed in the contract's order."""
+        X = np.asarray(X, dtype=np.float64)
+        s = np.repeat(self.router_intercept[None, :], len(X), axis=0)
+        for m in range(self.n_experts):
+            for j, w in self.router_terms(m):
+                s[:, m] = s[:, m] + w * X[:, j]
+        return s
+
+    def route(self, X: np.ndarray) -> np.ndarray:
+        """The expert (0-based) acting on each row of ``X``."""
+        X = np.asarray(X, dtype=np.float64)
+        if self.tree is not None:
+            return self.tree.intercept[self.tree.apply(X), 0].astype(np.int64)
+        return np.argmax(self.scores(X), axis=1).astype(np.int64)  # argmax keeps the first of equal maxima
+
+    def raw_predict(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        chosen = self.route(X)
+        y = np.empty((len(X), self.act_dim))
+        for m in np.unique(chosen):
+            rows = np.flatnonzero(chosen == m)
+            y[rows] = self.expert(int(m)).raw_predict(X[rows])
+        return y
+
+    def usage_of(self, X: np.ndarray) -> np.ndarray:
+        """Share of the rows of ``X`` each expert acts on, shape ``(n_experts,)``."""
+        chosen = self.route(X)
+        return np.bincount(chosen, minlength=self.n_experts) / max(len(chosen), 1)
+
+    # ------------------------------------------------------------------ JSON
+    def to_dict(self) -> dict[str, Any]:
+        terms = [[int(m), int(o), int(j), float(self.expert_coef[m, o, j])]
+                 for m, o, j in np.argwhere(self.expert_coef != 0.0)]
+        if self.tree is None:
+            router: dict[str, Any] = {
+                "kind": "linear", "intercept": self.router_intercept.tolist(),
+                "terms": [[int(m), int(j), float(self.router_coef[m, j])]
+                          for m, j in np.argwhere(self.router_coef != 0.0)]}
+        else:
+            router = {"kind": "tree", "tree": self.tree.to_dict()}
+        return {"kind": self.kind, "obs_dim": self.obs_dim, "act_dim": self.act_dim, "n_experts": self.n_experts,
+                "expert_intercept": self.expert_intercept.tolist(), "expert_terms": terms, "router": router,
+                "usage": self.usage.tolist(), **self._bounds_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MixtureProgram:
+        try:
+            m, act_dim, obs_dim = int(d["n_experts"]), int(d["act_dim"]), int(d["obs_dim"])
+            coef = np.zeros((m, act_dim, obs_dim))
+            for e, o, j, c in d["expert_terms"]:
+                if not (0 <= int(e) < m and 0 <= int(o) < act_dim and 0 <= int(j) < obs_dim):
+                    raise ControllerFormatError(
+                        f"An expert term ({e}, {o}, {j}) lies outside the shape ({m}, {act_dim}, {obs_dim})."
+                    )
+                coef[int(e), int(o), int(j)] = float(c)
+            router = d["router"]
+            kw: dict[str, Any] = {}
+            if router["kind"] == "linear":
+                w = np.zeros((m, obs_dim))
+                for e, j, c in router["terms"]:
+                    if not (0 <= int(e) < m and 0 <= int(j) < obs_dim):
+                        raise ControllerFormatError(
+                            f"A router term ({e}, {j}) lies outside the shape ({m}, {obs_dim})."
+                        )
+                    w[int(e), int(j)] = float(c)
+                kw = {"router_intercept": router["intercept"], "router_coef": w}
+            elif router["kind"] == "tree":
+                kw = {"tree": TreeProgram.from_dict(router["tree"])}
+            else:
+                raise ControllerFormatError(f"The router kind {router['kind']!r} is not 'linear' or 'tree'.")
+            return cls(expert_intercept=d["expert_intercept"], expert_coef=coef, usage=d.get("usage", []),
+                       action_low=[float(v) for v in d["action_low"]],
+                       action_high=[float(v) for v in d["action_high"]], **kw)
+        except ControllerFormatError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise ControllerFormatError(f"The mixture program is malformed: {type(exc).__name__}: {exc}.") from None
+
+    # ------------------------------------------------------------------ text
+    def _score_text(self, m: int, names: list[str], fmt: Any, max_terms: int | None = None) -> str:
+        return cg.affine_text(float(self.router_intercept[m]), self.router_terms(m), names, fmt, max_terms)
+
+    def _equations(self, m: int, controller: Controller, fmt: Any, max_terms: int | None = None) -> list[str]:
+        expert, names = self.expert(m), controller.feature_names
+        return [f"{a.label} = {cg.affine_text(float(b), expert.terms(o), names, fmt, max_terms)}"
+                for o, (a, b) in enumerate(zip(controller.actions, self.expert_intercept[m], strict=True))]
+
+    def _expert_title(self, m: int, fmt: Any) -> str:
+        share = f" (acts on {fmt(100 * float(self.usage[m]))}% of the data)" if self.usage.sum() > 0 else ""
+        return f"expert {m + 1}{share}"
+
+    def router_text(self, controller: Controller, *, precision: int = 3, max_depth: int | None = None) -> str:
+        """The router in named features: the scores, or the routing tree's rules."""
+        fmt = partial(cg.fixed, precision=precision)
+        if self.tree is None:
+            names = controller.feature_names
+            lines = ["router: the expert with the highest score acts"]
+            lines += [f"  score {m + 1} = {self._score_text(m, names, fmt)}" for m in range(self.n_experts)]
+            return "\n".join(lines)
+        body = self.tree.explain(controller, precision=precision, max_depth=max_depth,
+                                 leaf_text=lambda node: f"expert {int(self.tree.intercept[node, 0]) + 1}")
+        return "router:\n" + body
+
+    def explain(self, controller: Controller, *, precision: int = 3, max_depth: int | None = None) -> str:
+        """The router, then each expert's equations in named features.
+
+        >>> from interp_rl.program import Controller, Signal
+        >>> p = MixtureProgram(expert_intercept=[[0.0], [0.5]], expert_coef=[[[0.0, 1.0]], [[0.0, -2.0]]],
+        ...                    router_intercept=[0.0, 0.0], router_coef=[[1.0, 0.0], [-1.0, 0.0]])
+        >>> print(p.explain(Controller(p, [Signal("angle", "rad"), Signal("vx", "m/s")], [Signal("torque")])))
+        router: the expert with the highest score acts
+          score 1 = 1.000*angle
+          score 2 = -1.000*angle
+        expert 1:
+          torque = 1.000*vx
+        expert 2:
+          torque = 0.500 - 2.000*vx
+        """
+        fmt = partial(cg.fixed, precision=precision)
+        lines = [self.router_text(controller, precision=precision, max_depth=max_depth)]
+        for m in range(self.n_experts):
+            lines.append(self._expert_title(m, partial(cg.compact, precision=1)) + ":")
+            lines += ["  " + line for line in self._equations(m, controller, fmt)]
+        note = self.clip_note(controller, fmt)
+        return "\n".join(lines + ([note] if note else []))
+
+    def explain_decision(self, controller: Controller, x: np.ndarray, *, precision: int = 3) -> str:
+        """Why this expert (the scores with their values, or the routing splits), then its equations."""
+        x = np.asarray(x, dtype=np.float64).ravel()
+        m = int(self.route(x[None, :])[0])
+        fmt = partial(cg.compact, precision=precision)
+        if self.tree is None:
+            s = self.scores(x[None, :])[0]
+            lines = [f"score {k + 1} = {fmt(float(s[k]))}" + ("   <- highest" if k == m else "")
+                     for k in range(self.n_experts)]
+        else:
+            lines = self.tree.split_path_text(controller, x, precision=precision)
+        lines.append(f"expert {m + 1} acts:")
+        lines += ["  " + line for line in self.expert(m).explain_decision(controller, x, precision=precision)
+                  .splitlines()]
+        return "\n".join(lines)
+
+    def to_dot(self, controller: Controller, *, obs: np.ndarray | None = None, states: np.ndarray | None = None,
+               max_depth: int | None = None, title: str | None = None, precision: int = 3,
+               **options: Any) -> str:
+        """The router (its tree, or one box of scores) pointing at one box per expert with its equations.
+
+        With ``states`` the expert boxes are shaded by how often each acts on them; with ``obs``
+        the expert that acts is outlined and the routing path highlighted.
+        """
+        from interp_rl.viz import dot_attrs, dot_header, dot_label
+
+        if options:
+            raise TypeError(f"to_dot of a mixture program takes no option {sorted(options)[0]!r}.")
+        fmt = partial(cg.compact, precision=precision)
+        names = controller.feature_names
+        usage = self.usage_of(np.asarray(states, dtype=np.float64)) if states is not None and len(states) else None
+        chosen = int(self.route(np.asarray(obs, dtype=np.float64)[None, :])[0]) if obs is not None else None
+        out = dot_header(controller, title=title, fmt=fmt)
+        for m in range(self.n_experts):
+            text = [self._expert_title(m, partial(cg.compact, precision=1))]
+            text += self._equations(m, controller, fmt, 4)
+            attrs = {"label": dot_label(text, left=True), "style": '"rounded,filled"', "fillcolor": '"#f2f2f2"'}
+            if usage is not None:
+                attrs["fillcolor"] = f'"{_blue(float(usage[m]) / max(float(usage.max()), 1e-12))}"'
+                attrs["xlabel"] = dot_label([f"{fmt(100 * float(usage[m]))}% of states"])
+            if chosen == m:
+                attrs.update(color='"#d62728"', penwidth="2.5")
+            out.append(f"  e{m} {dot_attrs(attrs)};")
+        if self.tree is None:
+            text = ["router: highest score acts"]
+            text += [f"score {m + 1} = {self._score_text(m, names, fmt, 4)}" for m in range(self.n_experts)]
+            out.append(f"  router {dot_attrs({'label': dot_label(text, left=True)})};")
+            out += [f"  router -> e{m};" for m in range(self.n_experts)]
+        else:
+            tree = self.tree
+            path = set(tree.decision_path(np.asarray(obs, dtype=np.float64))) if obs is not None else set()
+            for node in range(tree.n_nodes):
+                if tree.is_leaf[node]:
+                    continue
+                label = dot_label([f"{controller.features[tree.feature[node]].label} <= "
+                                   f"{fmt(float(tree.threshold[node]))}"])
+                out.append(f"  n{node} {dot_attrs({'label': label})};")
+                for child, yes in ((int(tree.left[node]), "yes"), (int(tree.right[node]), "no")):
+                    target = f"n{child}" if not tree.is_leaf[child] else f"e{int(tree.intercept[child, 0])}"
+                    attrs = {"label": yes}
+                    if node in path and child in path:
+                        attrs.update(color='"#d62728"', penwidth="2.5")
+                    out.append(f"  n{node} -> {target} {dot_attrs(attrs)};")
+        out.append("}")
+        return "\n".join(out)
+
+    # ------------------------------------------------------------------ code
+    def _expert_body(self, m: int, indent: str, end: str, python: bool) -> list[str]:
+        lines = [line for o in range(self.act_dim)
+                 for line in cg.assignment(indent, f"y{o}", cg.affine_parts(self.expert_intercept[m, o],
+                                                                            self.expert(m).terms(o)), end,
+                                           python=python)]
+        return lines or ([f"{indent}pass"] if python else [])
+
+    def _body(self, controller: Controller, python: bool) -> list[str]:
+        end = "" if python else ";"
+        if self.n_experts == 1:  # nothing to route
+            return self._expert_body(0, "", end, python)
+        lines: list[str] = []
+        if self.tree is None:
+            for m in range(self.n_experts):
+                decl = "" if python else "double "
+                parts = cg.affine_parts(self.router_intercept[m], self.router_terms(m))
+                lines += cg.assignment("", f"{decl}s{m}", parts, end, python=python)
+            lines.append("e = 0" if python else "int e = 0;")
+            lines.append("best = s0" if python else "double best = s0;")
+            for m in range(1, self.n_experts):
+                lines += ([f"if s{m} > best:", f"    e = {m}", f"    best = s{m}"] if python
+                          else [f"if (s{m} > best) {{ e = {m}; best = s{m}; }}"])
+        else:
+            if not python:
+                lines.append("int e = 0;")
+            ids = self.tree.intercept[:, 0].astype(int)
+            lines += self.tree.code_lines(controller, python,
+                                          leaf_lines=lambda node, ind: [f"{ind}e = {ids[node]}{end}"])
+        for m in range(self.n_experts):
+            head = ("if" if m == 0 else "elif") if python else ("if" if m == 0 else "} else if")
+            if m == self.n_experts - 1 and m > 0:
+                head = "else" if python else "} else"
+            test = "" if head.endswith("else") else (f" e == {m}" if python else f" (e == {m})")
+            lines.append(f"{head}{test}:  # expert {m + 1}" if python else f"{head}{test} {{  /* expert {m + 1} */")
+            lines += self._expert_body(m, "    ", end, python)
+        if not python:
+            lines.append("}")
+        return lines
+
+    def python_body(self, controller: Controller) -> list[str]:
+        """The router (scores and the first highest, or the tree's ``if``/``else``), then the expert's equations."""
+        return self._body(controller, python=True)
+
+    def c_body(self, controller: Controller) -> list[str]:
+        """As :meth:`python_body`, in C99."""
+        return self._body(controller, python=False)
+
+
+def _blue(t: float) -> str:
+    """White to light blue, for how often an expert acts."""
+    t = min(max(t, 0.0), 1.0)
+    r, g, b = (int(round(255 + (c - 255) * t)) for c in (158, 202, 225))
+    return f"#{r:02x}{g:02x}{b:02x}"

@@ -1,0 +1,252 @@
+"""Sparse mixtures of linear experts: the program kind, the student, the method."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from distill import METHODS, MixturePolicy
+from interp_rl.cli import app
+from interp_rl.errors import ControllerFormatError, InvalidParameterError
+from interp_rl.export import compile_c, load_c_controller, load_python_controller, write_exports
+from interp_rl.kinds.mixture import MixtureProgram, router_tree
+from interp_rl.program import Controller, Signal, load_controller
+from interp_rl.viz import decision_path_text, export_text, to_dot
+
+runner = CliRunner()
+CC = shutil.which("gcc") or shutil.which("cc")
+needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler on PATH; CI installs gcc")
+FEATURES = [Signal("hip_angle", "rad"), Signal("hip_speed", "rad/s")]
+
+
+def _two_regimes(n: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``u = x1`` where ``x0 > 0``, ``u = -2 x1`` elsewhere: the router must switch on the sign of x0."""
+    X = np.random.default_rng(seed).uniform(-1, 1, size=(n, 2))
+    return X, np.where(X[:, [0]] > 0, X[:, [1]], -2.0 * X[:, [1]])
+
+
+def _four_regimes(n: int = 4000) -> tuple[np.ndarray, np.ndarray]:
+    """Four linear laws, one per quadrant of (x0, x1)."""
+    X = np.random.default_rng(0).uniform(-1, 1, size=(n, 3))
+    k = (X[:, 0] > 0).astype(int) * 2 + (X[:, 1] > 0)
+    W = np.array([[1.0, 0, 2], [-1, 0.5, 0], [0, -2, 1], [2, 1, -1]])
+    return X, np.einsum("nd,nd->n", X, W[k])[:, None]
+
+
+@pytest.mark.parametrize("router", ["linear", "tree"])
+def test_two_experts_switching_on_a_sign_are_learned_exactly(router: str) -> None:
+    X, y = _two_regimes()
+    pol = MixturePolicy(n_experts=2, router=router, router_depth=1, alpha=0.0, n_steps=1000,
+                        random_state=0).fit(X, y)
+    prog = pol.program_
+    # Each expert is one of the two laws, exactly, and acts exactly on its half.
+    coefs = sorted(prog.expert_coef[:, 0, :].tolist(), key=lambda c: c[1])
+    np.testing.assert_allclose(coefs, [[0.0, -2.0], [0.0, 1.0]], atol=1e-9)
+    np.testing.assert_allclose(prog.expert_intercept, 0.0, atol=1e-9)
+    positive = int(np.argmax(prog.expert_coef[:, 0, 1]))
+    probe = np.random.default_rng(1).uniform(-1, 1, size=(1000, 2))
+    probe = probe[np.abs(probe[:, 0]) > 0.02]
+    np.testing.assert_array_equal(prog.route(probe) == positive, probe[:, 0] > 0)
+    np.testing.assert_allclose(pol.predict(probe), np.where(probe[:, [0]] > 0, probe[:, [1]], -2 * probe[:, [1]]),
+                               atol=1e-9)
+    assert pol.router_agreement_ == 1.0
+    if router == "tree":
+        assert prog.tree is not None and prog.tree.depth == 1 and prog.tree.feature[0] == 0
+        assert abs(prog.tree.threshold[0]) < 0.02
+
+
+def test_load_balancing_evens_expert_usage() -> None:
+    X, y = _four_regimes()
+    plain = MixturePolicy(n_experts=8, load_balance=0.0, n_refine=0, n_steps=1500, random_state=0).fit(X, y)
+    balanced = MixturePolicy(n_experts=8, load_balance=0.5, n_refine=0, n_steps=1500, random_state=0).fit(X, y)
+    assert np.sum(plain.usage_ < 0.02) >= 3  # four laws: without balancing half the experts idle
+    assert balanced.usage_.min() > 0.05
+    entropy = [-(u[u > 0] * np.log(u[u > 0])).sum() for u in (plain.usage_, balanced.usage_)]
+    assert entropy[1] > entropy[0] + 0.4
+    np.testing.assert_allclose(balanced.usage_.sum(), 1.0)
+
+
+def test_same_seed_same_mixture_and_clone_refits() -> None:
+    from sklearn.base import clone
+
+    X, y = _four_regimes(1500)
+    a = MixturePolicy(n_experts=3, n_steps=300, random_state=4).fit(X, y)
+    b = clone(a).fit(X, y)
+    assert json.dumps(a.program_.to_dict()) == json.dumps(b.program_.to_dict())
+
+
+def _programs() -> dict[str, MixtureProgram]:
+    rng = np.random.default_rng(3)
+    m, k, d = 3, 2, 4
+    coef = rng.normal(size=(m, k, d)) * (rng.uniform(size=(m, k, d)) < 0.6)
+    linear = MixtureProgram(expert_intercept=rng.normal(size=(m, k)), expert_coef=coef,
+                            router_intercept=[0.1, 0.1, -0.2], router_coef=rng.normal(size=(m, d)) * [1, 0, 1, 1],
+                            action_low=[-1.0, -np.inf], action_high=[1.0, 0.5])
+    tree = router_tree(feature=[1, 0, -1, -1, -1], threshold=[0.3, -0.2, 0, 0, 0], left=[1, 2, -1, -1, -1],
+                       right=[4, 3, -1, -1, -1], expert=[0, 0, 2, 0, 1], obs_dim=d)
+    routed = MixtureProgram(expert_intercept=rng.normal(size=(m, k)), expert_coef=coef, tree=tree,
+                            usage=[0.5, 0.3, 0.2])
+    tied = MixtureProgram(expert_intercept=[[1.0, 0.0], [2.0, 0.0], [3.0, 0.0]], expert_coef=np.zeros((m, k, d)),
+                          router_intercept=[0.0, 0.5, 0.5], router_coef=np.zeros((m, d)))
+    one = MixtureProgram(expert_intercept=[[0.5, -0.5]], expert_coef=coef[:1], router_intercept=[0.0],
+                         router_coef=np.zeros((1, d)))
+    return {"linear": linear, "tree": tree and routed, "tied": tied, "one": one}
+
+
+def _controller(prog: MixtureProgram) -> Controller:
+    feats = [Signal(f"joint{j}_angle", "rad") for j in range(prog.obs_dim)]
+    return Controller(prog, features=feats, actions=[Signal("hip_torque", "N m"), Signal("knee_torque", "N m")],
+                      task="Toy-v0")
+
+
+def test_equal_scores_pick_the_first_expert() -> None:
+    prog = _programs()["tied"]
+    assert prog.route(np.zeros((3, 4))).tolist() == [1, 1, 1]  # experts 2 and 3 tie: the first of them acts
+    np.testing.assert_array_equal(prog.predict(np.zeros((1, 4))), [[2.0, 0.0]])
+
+
+@pytest.mark.parametrize("name", ["linear", "tree", "tied", "one"])
+def test_json_python_and_c_reproduce_predict_bit_for_bit(name: str, tmp_path: Path) -> None:
+    ctrl = _controller(_programs()[name])
+    X = np.random.default_rng(5).normal(size=(400, 4)) * 2
+    X[:3] = [[0.0, 0.3, 0.0, 0.0], [-0.2, 0.3, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]  # on the splits: ties go left
+    expect = ctrl.predict(X)
+    paths = write_exports(ctrl, tmp_path / "out")
+    loaded = load_controller(paths["json"])
+    assert isinstance(loaded.program, MixtureProgram)
+    assert loaded.predict(X).tobytes() == expect.tobytes()
+    assert json.dumps(loaded.to_dict()) == json.dumps(ctrl.to_dict())
+    act_py = load_python_controller(paths["python"])
+    assert np.array(act_py(X[0].tolist())).shape == (2,)
+    assert np.array([act_py(list(x)) for x in X]).tobytes() == expect.tobytes()
+    if CC is not None:
+        strict = ["-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Werror"]
+        act_c = load_c_controller(compile_c(paths["c"], tmp_path / "c", extra_flags=strict))
+        assert np.array([act_c(list(x)) for x in X]).tobytes() == expect.tobytes()
+
+
+@needs_cc
+def test_c_main_of_a_tree_routed_mixture(tmp_path: Path) -> None:
+    ctrl = _controller(_programs()["tree"])
+    paths = write_exports(ctrl, tmp_path / "out", formats=("c",))
+    program = compile_c(paths["c"], tmp_path / "main", shared=False)
+    X = np.random.default_rng(6).normal(size=(30, 4))
+    stdin = "\n".join(" ".join(repr(v) for v in row) for row in X.tolist()) + "\n"
+    run = subprocess.run([str(program)], input=stdin, capture_output=True, text=True, check=True)
+    got = np.array([[float(v) for v in line.split()] for line in run.stdout.splitlines()])
+    assert got.tobytes() == ctrl.predict(X).tobytes()
+
+
+def test_explanations_name_features_router_and_experts() -> None:
+    X, y = _two_regimes()
+    pol = MixturePolicy(n_experts=2, max_terms=1, alpha=0.0, n_steps=1000, random_state=0).fit(X, y)
+    ctrl = pol.to_controller(FEATURES, [Signal("hip_torque", "N m")])
+    text = export_text(ctrl)
+    assert text.startswith("router: the expert with the highest score acts\n  score 1 = ")
+    assert "hip_angle" in text and "x0" not in text
+    assert "+ 1.000*hip_speed" in text and "- 2.000*hip_speed" in text  # (the intercepts are ~1e-17)
+    assert "(acts on 5" in text or "(acts on 4" in text  # each expert's share of the data
+    why = decision_path_text(ctrl, [0.5, 0.25])
+    positive = int(np.argmax(pol.program_.expert_coef[:, 0, 1])) + 1
+    assert f"score {positive} = " in why and "<- highest" in why
+    assert why.splitlines()[-2] == f"expert {positive} acts:"
+    assert why.splitlines()[-1].endswith(" + 1*(0.25) = 0.25")
+    dot = to_dot(ctrl, obs=np.array([0.5, 0.25]), states=X)
+    assert dot.startswith("digraph") and f"e{positive - 1} [" in dot and "router -> e0" in dot
+
+    routed = MixturePolicy(n_experts=2, router="tree", router_depth=1, n_steps=1000, random_state=0).fit(X, y)
+    rctrl = routed.to_controller(FEATURES, [Signal("hip_torque", "N m")])
+    text = export_text(rctrl)
+    assert text.startswith("router:\n|--- hip_angle [rad] <= ")
+    assert "|   |--- expert " in text
+    why = decision_path_text(rctrl, [0.5, 0.25])
+    assert why.startswith("hip_angle = 0.5 rad > ")
+    assert "n0 -> e" in to_dot(rctrl, obs=np.array([0.5, 0.25]))
+
+
+def test_size_counts_every_parameter() -> None:
+    prog = _programs()["linear"]
+    size = prog.size()
+    assert size["experts"] == 3
+    assert size["nonzero_terms"] == int(np.count_nonzero(prog.expert_coef))
+    assert size["router_parameters"] == 3 + int(np.count_nonzero(prog.router_coef))
+    assert size["parameters"] == 3 * 2 + size["nonzero_terms"] + size["router_parameters"]
+    tree = _programs()["tree"].size()
+    assert tree["router_parameters"] == 2 + 3 and tree["router_depth"] == 2
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"n_experts": 0}, "The 'n_experts' parameter of MixturePolicy must be an int in [1, 64]. Got 0 instead."),
+    ({"router_depth": 0}, "The 'router_depth' parameter of MixturePolicy must be an int in [1, 16]. Got 0 instead."),
+    ({"router": "soft"}, "The 'router' parameter of MixturePolicy must be one of 'linear', 'tree'. Got 'soft' instead."),
+    ({"learning_rate": 0.0}, "The 'learning_rate' parameter of MixturePolicy must be a float in (0.0, inf). Got 0.0 "
+                             "instead."),
+])
+def test_bad_parameters_are_one_line(params: dict, message: str) -> None:
+    X, y = _two_regimes(50)
+    with pytest.raises(InvalidParameterError) as exc:
+        MixturePolicy(**params).fit(X, y)
+    assert str(exc.value) == message
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: d["router"]["tree"].update(intercept=[[0.0], [0.0], [5.0], [0.0], [1.0]]),
+     "A routing leaf names expert index 5; indices must be whole numbers in [0, 3)."),
+    (lambda d: d["expert_terms"].append([3, 0, 0, 1.0]), "An expert term (3, 0, 0) lies outside the shape (3, 2, 4)."),
+    (lambda d: d["router"].update(kind="soft"), "The router kind 'soft' is not 'linear' or 'tree'."),
+    (lambda d: d["expert_intercept"][1].__setitem__(0, float("nan")),
+     "Expert 2 has a non-finite parameter; parameters must be finite."),
+])
+def test_malformed_mixture_files_are_refused(tmp_path: Path, change, message: str) -> None:
+    d = _controller(_programs()["tree"]).to_dict()
+    change(d["program"])
+    path = tmp_path / "controller.json"
+    path.write_text(json.dumps(d))
+    with pytest.raises(ControllerFormatError) as exc:
+        load_controller(path)
+    assert str(exc.value) == f"{str(path)!r} holds a malformed mixture program: {message}"
+
+
+def test_moe_is_a_registered_method_with_its_options() -> None:
+    method = METHODS["moe"]
+    assert method.size == "experts"
+    defaults = method.defaults()
+    assert defaults["experts"] == 8 and defaults["router"] == "linear" and defaults["router_depth"] == 4
+    with pytest.raises(InvalidParameterError) as exc:
+        method.resolve({"experts": 0}, owner="interp-rl distill moe", spell=lambda n: "--" + n.replace("_", "-"),
+                       what="option")
+    assert str(exc.value) == ("The '--experts' option of interp-rl distill moe must be an int in [1, 64]. "
+                              "Got 0 instead.")
+
+
+def test_distill_moe_from_the_cli_then_evaluate_viz_and_a_task_mismatch(tmp_path: Path) -> None:
+    """A tiny end-to-end run on Pendulum with a stand-in teacher trained by nobody: SB3's untrained SAC."""
+    from stable_baselines3 import SAC
+
+    import envs
+
+    env = envs.make_env("Pendulum-v1", 0)
+    SAC("MlpPolicy", env, buffer_size=100, seed=0, device="cpu").save(str(tmp_path / "sac.zip"))
+    env.close()
+    out = tmp_path / "moe"
+    res = runner.invoke(app, ["distill", "moe", "--teacher", str(tmp_path / "sac.zip"), "--env", "Pendulum-v1",
+                              "--experts", "2", "--router", "tree", "--router-depth", "2", "--train-steps", "200",
+                              "--iterations", "1", "--steps", "300", "--select-episodes", "1",
+                              "--eval-episodes", "2", "--out", str(out), "--seed", "0"])
+    assert res.exit_code == 0, res.output
+    ctrl = load_controller(out)
+    assert ctrl.kind == "mixture" and ctrl.program.router == "tree" and ctrl.program.n_experts == 2
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["method"] == "moe" and metrics["experts"] == 2
+    res = runner.invoke(app, ["viz", str(out), "--text"])
+    assert res.exit_code == 0 and res.output.startswith("router:\n|--- ")
+    res = runner.invoke(app, ["evaluate", str(out), "--env", "Hopper-v5", "--episodes", "1"])
+    assert res.exit_code == 1
+    assert res.output.strip().splitlines()[-1].startswith("Error: The controller observes 3 features, but Hopper-v5 "
+                                                          "gives 11")
