@@ -63,6 +63,7 @@ def rollout_mixture(
     seed: int,
     rng: np.random.Generator,
     n_envs: int = 8,
+    action_noise: float = 0.0,
 ) -> MixtureRollout:
     """Roll out ``beta * teacher + (1 - beta) * student`` for ``steps`` steps in lock-step.
 
@@ -70,11 +71,14 @@ def rollout_mixture(
     (:func:`interp_rl.rollouts.mixture`); every visited observation is labelled with the
     teacher's action. Episodes are reset with seeds ``seed``, ``seed + 1``, ... At most
     ``steps // horizon`` environments run together, so that whole episodes (up to the
-    environment's time limit) are visited.
+    environment's time limit) are visited. ``action_noise`` perturbs the executed actions
+    (see :func:`interp_rl.rollouts.mixture`); the labels stay the teacher's.
     """
     # Fewer environments than that would leave the late part of every episode unvisited.
     n_par = max(1, min(n_envs, steps // episode_horizon(env_fn, seed)))
-    ran = run_episodes(mixture(teacher, student, beta, rng), env_fn, itertools.count(seed), n_envs=n_par,
+    actor = mixture(teacher, student, beta, rng, noise=action_noise, low=getattr(teacher, "action_low", None),
+                    high=getattr(teacher, "action_high", None))
+    ran = run_episodes(actor, env_fn, itertools.count(seed), n_envs=n_par,
                        steps=steps, record=True, task=getattr(teacher, "task", ""))
     assert ran.rollout is not None
     return MixtureRollout(ran.rollout.observations, ran.rollout.actions, len(ran.seeds))
@@ -136,6 +140,10 @@ class DAgger(BaseEstimator):
         the teacher has a Q-function, uniform otherwise; ``"none"``: uniform.
     n_action_samples : int, default=16
         Random actions per state for the critic weights.
+    action_noise : float, default=0.0
+        DART: Gaussian noise on the actions executed while collecting, in half action ranges
+        (0.3 perturbs a [-1, 1] action by 0.3 standard deviations); the labels stay the
+        teacher's clean actions. Recovery data against rare catastrophic episodes.
     eval_episodes : int, default=5
         Episodes scoring each round's student (on seeds ``seed + 50000 ...``,
         apart from the usual evaluation seeds); 0 keeps the last round.
@@ -184,6 +192,7 @@ class DAgger(BaseEstimator):
         beta_decay: float = 0.7,
         weighting: str = "auto",
         n_action_samples: int = 16,
+        action_noise: float = 0.0,
         eval_episodes: int = 5,
         select: str = "return",
         n_envs: int = 8,
@@ -196,6 +205,7 @@ class DAgger(BaseEstimator):
         self.beta_decay = beta_decay
         self.weighting = weighting
         self.n_action_samples = n_action_samples
+        self.action_noise = action_noise
         self.eval_episodes = eval_episodes
         self.select = select
         self.n_envs = n_envs
@@ -211,6 +221,7 @@ class DAgger(BaseEstimator):
         check_float(self.beta_decay, "beta_decay", owner, high=1.0)
         check_choice(self.weighting, "weighting", owner, ["auto", "critic", "none"])
         check_int(self.n_action_samples, "n_action_samples", owner)
+        check_float(self.action_noise, "action_noise", owner, high=2.0)
         check_int(self.eval_episodes, "eval_episodes", owner, low=0)
         check_choice(self.select, "select", owner, ["return", "last"])
         check_int(self.n_envs, "n_envs", owner)
@@ -308,6 +319,7 @@ class DAgger(BaseEstimator):
                 roll = rollout_mixture(
                     teacher, student, env_fn, self.steps, beta=beta,
                     seed=self.seed + ROLLOUT_SEED_STRIDE * (rnd + 1), rng=rng, n_envs=self.n_envs,
+                    action_noise=self.action_noise,
                 )
                 row: dict[str, Any] = {"round": rnd, "beta": beta, "episodes": roll.episodes}
                 if student is not None:

@@ -87,6 +87,8 @@ def _dagger_options(seed_params: tuple[str, ...] = ("dagger__seed",)) -> tuple[O
                "beta_decay**i.", float),
         Option("weighting", ("dagger__weighting",), "'auto', 'critic' (VIPER-style, Q-function teachers) or "
                "'none'.", str),
+        Option("action_noise", ("dagger__action_noise",), "DART: noise on the executed actions while collecting, in "
+               "half action ranges (0: off).", float),
         Option("select_episodes", ("dagger__eval_episodes",), "Held-out episodes scoring each round; the best "
                "round is kept."),
         Option("seed", seed_params, "Random seed of rollouts, student and evaluation."),

@@ -134,20 +134,30 @@ def as_actor(policy: Policy | Actor) -> Actor:
     return policy  # type: ignore[return-value]
 
 
-def mixture(teacher: Policy, student: Policy | None, beta: float, rng: np.random.Generator) -> Actor:
+def mixture(teacher: Policy, student: Policy | None, beta: float, rng: np.random.Generator, *,
+            noise: float = 0.0, low: Any = None, high: Any = None) -> Actor:
     """DAgger's mixing hook: each row follows ``teacher`` with probability ``beta``, else ``student``.
 
-    Every row is labelled with the teacher's action. With no student (or ``beta >= 1``) the
-    teacher acts alone.
+    Every row is labelled with the teacher's (clean) action. With no student (or ``beta >= 1``)
+    the teacher acts alone. ``noise > 0`` adds Gaussian noise of that many half-ranges
+    ``(high - low) / 2`` to the *executed* actions, clipped to the bounds (DART): the data then
+    shows how the teacher recovers from the small mistakes a student makes.
     """
+    if noise > 0 and (low is None or high is None):
+        raise ValueError("Action noise needs the action bounds low and high.")
+    half = (np.asarray(high, dtype=np.float64) - np.asarray(low, dtype=np.float64)) / 2 if noise > 0 else None
 
     def act(obs: np.ndarray, episodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         labels = np.asarray(teacher.predict(obs), dtype=np.float64).reshape(len(obs), -1)
         if student is None or beta >= 1.0:
-            return labels, labels
-        own = np.asarray(student.predict(obs), dtype=np.float64).reshape(labels.shape)
-        use_teacher = rng.random(len(obs)) < beta
-        return np.where(use_teacher[:, None], labels, own), labels
+            executed = labels
+        else:
+            own = np.asarray(student.predict(obs), dtype=np.float64).reshape(labels.shape)
+            use_teacher = rng.random(len(obs)) < beta
+            executed = np.where(use_teacher[:, None], labels, own)
+        if half is not None:
+            executed = np.clip(executed + rng.normal(size=executed.shape) * noise * half, low, high)
+        return executed, labels
 
     return act
 

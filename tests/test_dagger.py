@@ -225,3 +225,22 @@ def test_leaf_tuning_improves_a_bad_tree_on_the_return():
     np.testing.assert_array_equal(tuner.student_.tree_.threshold, rough.tree_.threshold)
     assert [h["iteration"] for h in tuner.history_] == [0, 5, 10, 15, 20]
     assert rough.tree_.intercept[1, 0] == -1.0  # the input tree is untouched
+
+
+def test_dart_noise_perturbs_what_is_executed_never_the_labels():
+    teacher = KnownQ()
+    clean = DAgger(CART(max_leaves=4), n_iter=0, steps=400, eval_episodes=0, weighting="none").fit(teacher, PENDULUM)
+    noisy = DAgger(CART(max_leaves=4), n_iter=0, steps=400, eval_episodes=0, weighting="none",
+                   action_noise=0.5).fit(teacher, PENDULUM)
+    # Same seeds, so the first states agree; the executed noise then moves the pendulum elsewhere.
+    np.testing.assert_array_equal(clean.X_[0], noisy.X_[0])
+    assert np.abs(clean.X_ - noisy.X_).max() > 0.1
+    # Every label is the teacher's clean action on the visited state.
+    np.testing.assert_array_equal(noisy.y_, teacher.predict(noisy.X_))
+    # No noise, no change: the default run equals one with action_noise=0.0 spelt out.
+    again = DAgger(CART(max_leaves=4), n_iter=0, steps=400, eval_episodes=0, weighting="none",
+                   action_noise=0.0).fit(teacher, PENDULUM)
+    np.testing.assert_array_equal(again.X_, clean.X_)
+    with pytest.raises(InvalidParameterError, match=r"^The 'action_noise' parameter of DAgger must be a float in "
+                                                    r"\[0\.0, 2\.0\]\. Got -0\.1 instead\.$"):
+        DAgger(CART(), action_noise=-0.1).fit(teacher, PENDULUM)
