@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
@@ -16,14 +16,27 @@ __all__ = ["PolicyStudent", "check_bounds", "check_sample_weight"]
 
 
 class PolicyStudent(MultiOutputMixin, RegressorMixin, BaseEstimator):
-    """Base of the students: subclasses fit a program kind and return it from ``_fitted_program``.
+    """Base of the students: subclasses fit a program kind and keep it in ``_program_attr``.
 
     Gives them the same input checks in ``fit`` (:meth:`_fit_inputs`), the same ``predict``
     (the program's own arithmetic) and the same ``to_controller``.
     """
 
-    def _fitted_program(self) -> Program:  # pragma: no cover - abstract
-        raise NotImplementedError
+    #: Attribute holding the fitted program (``program_``; ``tree_`` for trees).
+    _program_attr: ClassVar[str] = "program_"
+
+    def _fitted_program(self) -> Program:
+        return getattr(self, self._program_attr)
+
+    def with_program(self, program: Program) -> Any:
+        """A fitted copy of this estimator that runs ``program`` (after editing or tuning)."""
+        check_is_fitted(self)
+        new = type(self)(**self.get_params())
+        setattr(new, self._program_attr, program)
+        for name in ("n_features_in_", "n_outputs_", "_y_1d", "feature_names_in_"):
+            if hasattr(self, name):
+                setattr(new, name, getattr(self, name))
+        return new
 
     def _fit_inputs(self, X: Any, y: Any, sample_weight: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(X, Y, w)``: observations, actions as a 2-D array and checked weights; sets the fitted shapes."""

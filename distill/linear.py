@@ -87,6 +87,3 @@ class LinearPolicy(PolicyStudent):
         self.program_ = LinearProgram(intercept=fitted.intercept[0], coef=fitted.coef[0], action_low=low,
                                       action_high=high)
         return self
-
-    def _fitted_program(self) -> LinearProgram:
-        return self.program_

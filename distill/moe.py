@@ -301,6 +301,3 @@ class MixturePolicy(PolicyStudent):
             lin = LinearPolicy(max_terms=self.max_terms, alpha=self.alpha).fit(X[rows], Y[rows], w[rows])
             intercept[e], coef[e] = lin.program_.intercept, lin.program_.coef
         return intercept, coef
-
-    def _fitted_program(self) -> MixtureProgram:
-        return self.program_

@@ -100,6 +100,8 @@ class TreePolicy(PolicyStudent):
            [ 1.]])
     """
 
+    _program_attr = "tree_"
+
     def __init__(
         self,
         *,
@@ -198,9 +200,6 @@ class TreePolicy(PolicyStudent):
         return fit_leaf_models(program, X, Y, w, alpha=self.leaf_alpha, max_terms=self.max_leaf_terms,
                                min_samples=max(4, self.min_samples_leaf))
 
-    def _fitted_program(self) -> TreeProgram:
-        return self.tree_
-
     def apply(self, X: Any) -> np.ndarray:
         """Leaf node id of each observation."""
         check_is_fitted(self)
@@ -214,16 +213,4 @@ class TreePolicy(PolicyStudent):
     def get_depth(self) -> int:
         check_is_fitted(self)
         return self.tree_.depth
-
-    def with_program(self, program: TreeProgram) -> TreePolicy:
-        """A fitted copy of this estimator that runs ``program`` (after editing or tuning)."""
-        check_is_fitted(self)
-        new = type(self)(**self.get_params())
-        new.tree_ = program
-        new.n_features_in_ = self.n_features_in_
-        new.n_outputs_ = self.n_outputs_
-        new._y_1d = self._y_1d
-        if hasattr(self, "feature_names_in_"):
-            new.feature_names_in_ = self.feature_names_in_
-        return new
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
@@ -162,6 +162,22 @@ def float_out(v: float) -> float | str:
     return float(v) if math.isfinite(v) else ("inf" if v > 0 else "-inf")
 
 
+@dataclass
+class AffinePieces:
+    """A piecewise-affine program as its pieces: ``y = intercept[p] + coef[p] @ x`` with ``p = assign(x)``.
+
+    What RL fine-tuning trains: the pieces' parameters change, the assignment (the tree's
+    splits, the mixture's router) stays as it is.
+    """
+
+    assign: Callable[[np.ndarray], np.ndarray]
+    """Piece index ``(n,)`` of each row of raw observations ``(n, obs_dim)``."""
+    intercept: np.ndarray
+    """``(n_pieces, act_dim)``."""
+    coef: np.ndarray
+    """``(n_pieces, act_dim, obs_dim)``; zeros are absent terms."""
+
+
 class ProgramBase:
     """Shared behaviour of the shipped kinds: action bounds, clipping, and fallbacks for pictures.
 
@@ -188,6 +204,14 @@ class ProgramBase:
     def _bounds_dict(self) -> dict[str, list[float | str]]:
         return {"action_low": [float_out(v) for v in self.action_low],
                 "action_high": [float_out(v) for v in self.action_high]}
+
+    def affine_pieces(self) -> AffinePieces:
+        """The program as affine pieces (kinds that are piecewise affine implement it)."""
+        raise TypeError(f"A {self.kind} program is not piecewise affine.")
+
+    def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> Program:
+        """The same program with its pieces' parameters replaced (structure and bounds kept)."""
+        raise TypeError(f"A {self.kind} program is not piecewise affine.")
 
     def clip(self, y: np.ndarray) -> np.ndarray:
         """``min(max(y, low), high)``, the last step of every program."""

@@ -20,7 +20,7 @@ import numpy as np
 
 from interp_rl import _codegen as cg
 from interp_rl.errors import ControllerFormatError
-from interp_rl.program import ProgramBase, register_program
+from interp_rl.program import AffinePieces, ProgramBase, register_program
 
 if TYPE_CHECKING:
     from interp_rl.program import Controller
@@ -95,6 +95,15 @@ class LinearProgram(ProgramBase):
     def size(self) -> dict[str, int]:
         """``parameters`` (intercepts plus non-zero coefficients) and ``nonzero_terms``."""
         return {"parameters": self.act_dim + self.n_terms, "nonzero_terms": self.n_terms}
+
+    def affine_pieces(self) -> AffinePieces:
+        """One piece."""
+        return AffinePieces(lambda X: np.zeros(len(X), dtype=np.int64), self.intercept[None].copy(),
+                            self.coef[None].copy())
+
+    def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> LinearProgram:
+        return LinearProgram(intercept=intercept[0], coef=coef[0], action_low=self.action_low,
+                             action_high=self.action_high)
 
     def raw_predict(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)

@@ -19,6 +19,7 @@ Arithmetic (bit-identical in every runtime):
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,7 @@ from interp_rl import _codegen as cg
 from interp_rl.errors import ControllerFormatError
 from interp_rl.kinds.linear import LinearProgram
 from interp_rl.kinds.tree import TreeProgram
-from interp_rl.program import ProgramBase, register_program
+from interp_rl.program import AffinePieces, ProgramBase, register_program
 
 if TYPE_CHECKING:
     from interp_rl.program import Controller
@@ -215,6 +216,13 @@ class MixtureProgram(ProgramBase):
             rows = np.flatnonzero(chosen == m)
             y[rows] = self.expert(int(m)).raw_predict(X[rows])
         return y
+
+    def affine_pieces(self) -> AffinePieces:
+        """One piece per expert, assigned by the router."""
+        return AffinePieces(self.route, self.expert_intercept.copy(), self.expert_coef.copy())
+
+    def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> MixtureProgram:
+        return dataclasses.replace(self, expert_intercept=intercept, expert_coef=coef)
 
     def usage_of(self, X: np.ndarray) -> np.ndarray:
         """Share of the rows of ``X`` each expert acts on, shape ``(n_experts,)``."""

@@ -25,7 +25,7 @@ import numpy as np
 from interp_rl import _codegen as cg
 from interp_rl._validation import check_int
 from interp_rl.errors import ControllerFormatError, InvalidParameterError, bad_value
-from interp_rl.program import ProgramBase, register_program
+from interp_rl.program import AffinePieces, ProgramBase, register_program
 
 if TYPE_CHECKING:
     from interp_rl.program import Controller
@@ -145,6 +145,13 @@ class TreeProgram(ProgramBase):
         arrays = {k: getattr(self, k) for k in ("feature", "threshold", "left", "right", "intercept", "coef",
                                                 "n_samples", "risk", "action_low", "action_high")}
         return TreeProgram(**{**arrays, **changes})
+
+    def affine_pieces(self) -> AffinePieces:
+        """Every node is a piece (only leaves are ever assigned): ``assign`` is :meth:`apply`."""
+        return AffinePieces(self.apply, self.intercept.copy(), self.coef.copy())
+
+    def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> TreeProgram:
+        return self.replace(intercept=intercept, coef=coef)
 
     # ------------------------------------------------------------------ shape
     @property

@@ -1,0 +1,391 @@
+"""Fine-tune a distilled controller on the real return with an off-policy actor-critic, warm-started.
+
+Distillation copies the teacher's actions; the rare catastrophic episode (the robot flips or
+falls) is where a copy fails. :class:`CriticTuner` trains the controller's own parameters on the
+return, keeping its structure and its sparsity:
+
+* the **actor** is the controller: its affine pieces (a tree's leaves, a mixture's experts, a
+  linear policy's one equation; see :meth:`interp_rl.program.ProgramBase.affine_pieces`) are
+  trainable, the assignment of states to pieces (the splits, the router) is frozen, and the
+  zero coefficients stay zero;
+* the **critic** starts from the teacher's own Q-networks (SAC, TD3, TQC: twin critics with
+  their target copies) and keeps learning on the controller's own transitions; for a teacher
+  without one it starts fresh;
+* the update is TD3's (clipped double Q, target policy smoothing, delayed actor updates) with
+  TD3+BC's pull towards the teacher's actions, ``-Q / mean|Q| + bc_weight * ||a - a_teacher||^2``,
+  which keeps the early updates, made with a critic that has not yet seen the controller's
+  states, from wandering off;
+* the critic alone learns for the first ``critic_warmup`` transitions (the offline-to-online dip
+  comes from actor steps on a critic that does not yet know the new policy's states);
+* every ``eval_every`` transitions the controller is scored on held-out episodes and the best
+  one, the starting controller included, is kept: fine-tuning never returns a worse controller
+  on those episodes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from distill.dagger import SELECTION_SEED_OFFSET
+from interp_rl._validation import check_choice, check_float, check_int
+from interp_rl.errors import bad_value
+from interp_rl.rollouts import evaluate
+from interp_rl.teachers import Teacher, check_teacher
+
+__all__ = ["CriticTuner"]
+
+EnvFn = Callable[[int], Any]
+RL_SEED_OFFSET = 300_000
+
+
+@contextlib.contextmanager
+def _torch_threads(n: int) -> Iterator[None]:
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+class _Buffer:
+    """A ring buffer of transitions (raw observations, env-space actions, teacher labels, pieces)."""
+
+    def __init__(self, size: int, obs_dim: int, act_dim: int) -> None:
+        self.obs = np.zeros((size, obs_dim))
+        self.next_obs = np.zeros((size, obs_dim))
+        self.act = np.zeros((size, act_dim))
+        self.label = np.zeros((size, act_dim))
+        self.reward = np.zeros(size)
+        self.done = np.zeros(size)
+        self.size, self.n, self.pos = size, 0, 0
+
+    def add(self, obs: np.ndarray, act: np.ndarray, label: np.ndarray, reward: np.ndarray, next_obs: np.ndarray,
+            done: np.ndarray) -> None:
+        for i in range(len(obs)):
+            j = self.pos
+            self.obs[j], self.act[j], self.label[j] = obs[i], act[i], label[i]
+            self.reward[j], self.next_obs[j], self.done[j] = reward[i], next_obs[i], done[i]
+            self.pos = (self.pos + 1) % self.size
+            self.n = min(self.n + 1, self.size)
+
+    def sample(self, rng: np.random.Generator, batch: int) -> np.ndarray:
+        return rng.integers(0, self.n, size=batch)
+
+
+def _fresh_critic(obs_dim: int, act_dim: int) -> Any:
+    """Twin Q-networks (two 256-256 MLPs) for a teacher that has none."""
+    import torch
+
+    class Twin(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.qs = torch.nn.ModuleList([
+                torch.nn.Sequential(torch.nn.Linear(obs_dim + act_dim, 256), torch.nn.ReLU(),
+                                    torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
+                for _ in range(2)])
+
+        def forward(self, obs: Any, act: Any) -> tuple[Any, ...]:
+            x = torch.cat([obs, act], dim=1)
+            return tuple(q(x) for q in self.qs)
+
+    return Twin()
+
+
+class CriticTuner(BaseEstimator):
+    """Fine-tune a distilled controller's affine pieces on the return (TD3+BC, critic warm-started).
+
+    Parameters
+    ----------
+    n_steps : int, default=0
+        Environment transitions (0: no fine-tuning; the controller is kept as it is).
+    critic : {'auto', 'teacher', 'new'}, default='auto'
+        Start the critic from the teacher's Q-networks (``'teacher'``: an error for a teacher
+        without one; ``'auto'``: the teacher's when it has them, else new).
+    critic_warmup : int, default=10_000
+        Transitions during which only the critic learns.
+    exploration_noise : float, default=0.2
+        Gaussian noise on the executed actions, in half action ranges.
+    bc_weight : float, default=1.0
+        Pull of the actor towards the teacher's actions (0: pure TD3).
+    actor_lr, critic_lr : float, default=1e-4, 3e-4
+        Adam step sizes.
+    batch_size : int, default=256
+        Transitions per gradient step.
+    updates_per_step : float, default=0.5
+        Critic gradient steps per environment transition.
+    policy_delay : int, default=2
+        Critic steps per actor step.
+    gamma, tau : float, default=0.99, 0.005
+        Discount and target-network averaging.
+    n_envs : int, default=4
+        Environments stepped together.
+    eval_every : int, default=10_000
+        Transitions between held-out evaluations (the best controller is kept).
+    eval_episodes : int, default=5
+        Held-out episodes per evaluation (seeds ``seed + 50000 ...``, as DAgger's selection).
+    buffer_size : int, default=300_000
+        Replay capacity.
+    seed : int, default=0
+        Seeds the episodes, the noise and the batches.
+
+    Attributes
+    ----------
+    student_ : estimator
+        The student running the best controller found.
+    history_ : list of dict
+        ``step``, ``return_mean``, ``return_min`` (held-out) and ``seconds`` at each evaluation.
+    initial_return_, best_return_ : float
+        Held-out mean return before fine-tuning and of the kept controller.
+    critic_source_ : str
+        ``'teacher'`` or ``'new'``.
+    """
+
+    def __init__(
+        self,
+        *,
+        n_steps: int = 0,
+        critic: str = "auto",
+        critic_warmup: int = 10_000,
+        exploration_noise: float = 0.2,
+        bc_weight: float = 1.0,
+        actor_lr: float = 1e-4,
+        critic_lr: float = 3e-4,
+        batch_size: int = 256,
+        updates_per_step: float = 0.5,
+        policy_delay: int = 2,
+        gamma: float = 0.99,
+        tau: float = 0.005,
+        n_envs: int = 4,
+        eval_every: int = 10_000,
+        eval_episodes: int = 5,
+        buffer_size: int = 300_000,
+        seed: int = 0,
+    ) -> None:
+        self.n_steps = n_steps
+        self.critic = critic
+        self.critic_warmup = critic_warmup
+        self.exploration_noise = exploration_noise
+        self.bc_weight = bc_weight
+        self.actor_lr = actor_lr
+        self.critic_lr = critic_lr
+        self.batch_size = batch_size
+        self.updates_per_step = updates_per_step
+        self.policy_delay = policy_delay
+        self.gamma = gamma
+        self.tau = tau
+        self.n_envs = n_envs
+        self.eval_every = eval_every
+        self.eval_episodes = eval_episodes
+        self.buffer_size = buffer_size
+        self.seed = seed
+
+    # sklearn's "is there anything to do" test, as LeafTuner's n_iter
+    @property
+    def n_iter(self) -> int:
+        return self.n_steps
+
+    def _validate_params(self) -> None:
+        owner = "CriticTuner"
+        check_int(self.n_steps, "n_steps", owner, low=0)
+        check_choice(self.critic, "critic", owner, ("auto", "teacher", "new"))
+        check_int(self.critic_warmup, "critic_warmup", owner, low=0)
+        check_float(self.exploration_noise, "exploration_noise", owner, high=2.0)
+        check_float(self.bc_weight, "bc_weight", owner)
+        check_float(self.actor_lr, "actor_lr", owner, low_open=True)
+        check_float(self.critic_lr, "critic_lr", owner, low_open=True)
+        check_int(self.batch_size, "batch_size", owner)
+        check_float(self.updates_per_step, "updates_per_step", owner, low_open=True, high=16.0)
+        check_int(self.policy_delay, "policy_delay", owner)
+        check_float(self.gamma, "gamma", owner, high=1.0)
+        check_float(self.tau, "tau", owner, low_open=True, high=1.0)
+        check_int(self.n_envs, "n_envs", owner)
+        check_int(self.eval_every, "eval_every", owner)
+        check_int(self.eval_episodes, "eval_episodes", owner)
+        check_int(self.buffer_size, "buffer_size", owner)
+        check_int(self.seed, "seed", owner, low=0)
+
+    def _critic_source(self, teacher: Teacher) -> str:
+        has_q = bool(teacher.has_q) and hasattr(getattr(teacher, "model", None), "critic")
+        if self.critic == "teacher" and not has_q:
+            algo = str(getattr(teacher, "algo", "")).upper() or "given"
+            raise bad_value("critic", "CriticTuner", "'auto' or 'new' for a teacher without Q-networks (the "
+                            f"{algo} teacher has none; SAC, TD3 and TQC have them)", self.critic)
+        return "teacher" if has_q and self.critic != "new" else "new"
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, student: Any, teacher: Teacher, env_fn: EnvFn | None = None, *,
+            progress: Callable[[dict[str, Any]], None] | None = None, **_: Any) -> CriticTuner:
+        """Fine-tune ``student`` (a fitted student whose program is piecewise affine) against ``teacher``."""
+        self._validate_params()
+        check_teacher(teacher, "CriticTuner")
+        self.critic_source_ = self._critic_source(teacher)
+        env_fn = env_fn if env_fn is not None else teacher.env_fn
+        program = student._fitted_program()
+        try:
+            pieces = program.affine_pieces()
+        except TypeError:
+            raise bad_value("student", "CriticTuner.fit", "a student whose program is piecewise affine (tree, "
+                            "linear, mixture)", program.kind) from None
+        with _torch_threads(1):
+            self._fit(student, teacher, env_fn, program, pieces, progress)
+        return self
+
+    def _score(self, student: Any, env_fn: EnvFn) -> tuple[float, float]:
+        res = evaluate(student, env_fn, self.eval_episodes, seed=self.seed + SELECTION_SEED_OFFSET)
+        return float(res.mean_return), float(min(res.returns))
+
+    def _fit(self, student: Any, teacher: Teacher, env_fn: EnvFn, program: Any, pieces: Any,
+             progress: Callable[[dict[str, Any]], None] | None) -> None:
+        import torch
+
+        torch.manual_seed(self.seed)
+        rng = np.random.default_rng([self.seed, 11])
+        low = np.asarray(program.action_low, dtype=np.float64)
+        high = np.asarray(program.action_high, dtype=np.float64)
+        t_low = np.asarray(teacher.action_low, dtype=np.float64)
+        t_high = np.asarray(teacher.action_high, dtype=np.float64)
+        half = (t_high - t_low) / 2
+        centre = (t_high + t_low) / 2
+        obs_dim, act_dim = program.obs_dim, program.act_dim
+        normalize = getattr(teacher, "normalizer", None)
+
+        # The actor: the pieces' parameters, zeros kept zero.
+        mask = torch.as_tensor(pieces.coef != 0.0)
+        b = torch.nn.Parameter(torch.as_tensor(pieces.intercept, dtype=torch.float64))
+        w = torch.nn.Parameter(torch.as_tensor(pieces.coef, dtype=torch.float64))
+        lo_t, hi_t = torch.as_tensor(low), torch.as_tensor(high)
+        half_t, centre_t = torch.as_tensor(half), torch.as_tensor(centre)
+
+        def actor(x: Any, piece: Any) -> Any:
+            y = b[piece] + torch.einsum("nkd,nd->nk", w[piece] * mask[piece], x)
+            return torch.minimum(torch.maximum(y, lo_t), hi_t), y
+
+        def program_now() -> Any:
+            with torch.no_grad():
+                return program.with_affine_pieces(b.detach().numpy().copy(),
+                                                  (w * mask).detach().numpy().copy())
+
+        # The critic: the teacher's twin Q-networks (or new ones) on normalised obs and [-1, 1] actions.
+        if self.critic_source_ == "teacher":
+            model = teacher.model  # type: ignore[attr-defined]
+            q_net = copy.deepcopy(model.critic)
+            q_target = copy.deepcopy(getattr(model, "critic_target", model.critic))
+        else:
+            q_net = _fresh_critic(obs_dim, act_dim)
+            q_target = copy.deepcopy(q_net)
+        for p in q_target.parameters():
+            p.requires_grad_(False)
+        q_opt = torch.optim.Adam(q_net.parameters(), lr=self.critic_lr)
+        a_opt = torch.optim.Adam([b, w], lr=self.actor_lr)
+
+        def q_in(obs: np.ndarray) -> Any:
+            o = normalize(obs) if normalize is not None else obs
+            return torch.as_tensor(o, dtype=torch.float32)
+
+        def scaled(a: Any) -> Any:
+            return ((a - centre_t) / half_t).float()
+
+        def qs(net: Any, o: Any, a: Any) -> list[Any]:
+            out = net(o, a)
+            if isinstance(out, (tuple, list)):
+                return list(out)
+            return [out.mean(dim=tuple(range(1, out.dim()))).unsqueeze(1)]  # TQC: mean of quantiles
+
+        buf = _Buffer(min(self.buffer_size, self.n_steps), obs_dim, act_dim)
+        gen = torch.Generator().manual_seed(self.seed)
+        envs = [env_fn(self.seed + RL_SEED_OFFSET + i) for i in range(self.n_envs)]
+        next_seed = self.seed + RL_SEED_OFFSET
+        obs = np.stack([env.reset(seed=next_seed + i)[0] for i, env in enumerate(envs)]).astype(np.float64)
+        next_seed += self.n_envs
+
+        best_ret, best_min = self._score(student, env_fn)
+        self.initial_return_ = best_ret
+        best_program = program
+        history: list[dict[str, Any]] = [{"step": 0, "return_mean": best_ret, "return_min": best_min,
+                                          "seconds": 0.0}]
+        t0 = time.perf_counter()
+        steps, updates, owed, next_eval = 0, 0, 0.0, min(self.eval_every, self.n_steps)
+
+        def update() -> None:
+            idx = buf.sample(rng, self.batch_size)
+            o, o2 = buf.obs[idx], buf.next_obs[idx]
+            x, x2 = torch.as_tensor(o), torch.as_tensor(o2)
+            piece, piece2 = torch.as_tensor(pieces.assign(o)), torch.as_tensor(pieces.assign(o2))
+            r = torch.as_tensor(buf.reward[idx], dtype=torch.float32)[:, None]
+            d = torch.as_tensor(buf.done[idx], dtype=torch.float32)[:, None]
+            with torch.no_grad():
+                a2, _ = actor(x2, piece2)
+                smooth = (torch.randn(a2.shape, generator=gen, dtype=torch.float64) * 0.2).clamp(-0.5, 0.5)
+                a2 = torch.minimum(torch.maximum(a2 + smooth * half_t, torch.as_tensor(t_low)),
+                                   torch.as_tensor(t_high))
+                q2 = torch.min(torch.cat(qs(q_target, q_in(o2), scaled(a2)), dim=1), dim=1, keepdim=True).values
+                target = r + self.gamma * (1.0 - d) * q2
+            q_pred = qs(q_net, q_in(o), scaled(torch.as_tensor(buf.act[idx])))
+            q_loss = sum(torch.nn.functional.mse_loss(q, target) for q in q_pred)
+            q_opt.zero_grad()
+            q_loss.backward()
+            q_opt.step()
+            if steps > self.critic_warmup and updates % self.policy_delay == 0:
+                a, y = actor(x, piece)
+                q1 = qs(q_net, q_in(o), scaled(a))[0]
+                lam = 1.0 / q1.abs().mean().detach().clamp_min(1e-6)
+                label = torch.as_tensor(buf.label[idx])
+                a_loss = (-(lam * q1).mean() + self.bc_weight * (((a - label) / half_t) ** 2).mean()
+                          + (((y - a) / half_t) ** 2).mean())  # pulls clipped pre-actions back in bounds
+                a_opt.zero_grad()
+                a_loss.backward()
+                a_opt.step()
+            with torch.no_grad():
+                for p, pt in zip(q_net.parameters(), q_target.parameters(), strict=True):
+                    pt.mul_(1 - self.tau).add_(self.tau * p)
+
+        try:
+            while steps < self.n_steps:
+                before = obs.copy()
+                with torch.no_grad():
+                    act = actor(torch.as_tensor(before), torch.as_tensor(pieces.assign(before)))[0].numpy()
+                act = np.clip(act + rng.normal(size=act.shape) * self.exploration_noise * half, t_low, t_high)
+                label = np.asarray(teacher.predict(before), dtype=np.float64).reshape(act.shape)
+                nxt = np.empty_like(before)
+                rew, done = np.zeros(len(envs)), np.zeros(len(envs))
+                for i, env in enumerate(envs):
+                    o2, r, term, trunc, _ = env.step(act[i])
+                    nxt[i], rew[i], done[i] = o2, r, float(term)
+                    if term or trunc:
+                        o2, _ = env.reset(seed=next_seed)
+                        next_seed += 1
+                    obs[i] = o2
+                buf.add(before, act, label, rew, nxt, done)
+                steps += len(envs)
+                owed += self.updates_per_step * len(envs)
+                while owed >= 1.0 and buf.n >= self.batch_size:
+                    owed -= 1.0
+                    update()
+                    updates += 1
+                if steps >= next_eval:
+                    next_eval += self.eval_every
+                    cand = program_now()
+                    ret, worst = self._score(student.with_program(cand), env_fn)
+                    row = {"step": steps, "return_mean": ret, "return_min": worst,
+                           "seconds": time.perf_counter() - t0}
+                    history.append(row)
+                    if ret > best_ret:
+                        best_ret, best_program = ret, cand
+                    if progress is not None:
+                        progress({"phase": "fine-tune", **row})
+        finally:
+            for env in envs:
+                env.close()
+        self.history_ = history
+        self.best_return_ = best_ret
+        self.student_ = student.with_program(best_program)
