@@ -21,10 +21,12 @@ from distill.linear import LinearPolicy
 from distill.methods import METHODS, Method, Option, get_method, register_method
 from distill.moe import MixturePolicy
 from distill.prune import collapse_similar, cost_complexity_path, prune, prune_to_leaves
+from distill.rl import CriticTuner
 from distill.tree import TreePolicy
 
 __all__ = [
     "METHODS",
+    "CriticTuner",
     "DAgger",
     "Distillation",
     "LeafTuner",

@@ -37,7 +37,8 @@ CHECKPOINT_DIR = "checkpoint"
 
 
 class Distillation(BaseEstimator):
-    """A method's whole estimator: DAgger, then (trees) leaf tuning on the return and leaf merging.
+    """A method's whole estimator: DAgger, then fine-tuning on the return (ARS on tree leaves, and/or
+    the actor-critic :class:`~distill.rl.CriticTuner` on any piecewise-affine controller), then leaf merging.
 
     Parameters
     ----------
@@ -46,6 +47,9 @@ class Distillation(BaseEstimator):
     tuner : LeafTuner, default=None
         Tunes a tree's leaves on the return after DAgger; skipped when ``None`` or its
         ``n_iter`` is 0.
+    rl : CriticTuner, default=None
+        Fine-tunes the controller on the return with an actor-critic warm-started from the teacher's
+        critic, after leaf tuning; skipped when ``None`` or its ``n_steps`` is 0.
     collapse_atol : float, default=0.0
         Merge sibling tree leaves whose parameters differ by at most this (0: off).
 
@@ -57,18 +61,23 @@ class Distillation(BaseEstimator):
         The fitted DAgger (history, data, chosen round).
     tuning_ : dict
         Leaf tuning's returns and history (empty when it did not run).
+    rl_ : dict
+        Actor-critic fine-tuning's returns, history and critic source (empty when it did not run).
     """
 
-    def __init__(self, dagger: DAgger | None = None, tuner: Any = None, collapse_atol: float = 0.0) -> None:
+    def __init__(self, dagger: DAgger | None = None, tuner: Any = None, rl: Any = None,
+                 collapse_atol: float = 0.0) -> None:
         self.dagger = dagger
         self.tuner = tuner
+        self.rl = rl
         self.collapse_atol = collapse_atol
 
     def _validate_params(self) -> None:
         """Check every setting of every part; a bad one raises the one-line template error."""
         (self.dagger or DAgger())._validate_params()
-        if self.tuner is not None:
-            self.tuner._validate_params()
+        for part in (self.tuner, self.rl):
+            if part is not None:
+                part._validate_params()
         check_float(self.collapse_atol, "collapse_atol", "Distillation")
 
     def fit(self, teacher: Teacher, env_fn: Callable[[int], Any] | None = None, *,
@@ -92,6 +101,14 @@ class Distillation(BaseEstimator):
             student = tuner.student_
             self.tuning_ = {"initial_return": tuner.initial_return_, "best_return": tuner.best_return_,
                             "history": tuner.history_, "seconds": time.perf_counter() - t0}
+        self.rl_: dict[str, Any] = {}
+        if self.rl is not None and self.rl.n_steps > 0:
+            rl = clone(self.rl)
+            t0 = time.perf_counter()
+            rl.fit(student, teacher, env_fn, progress=progress)
+            student = rl.student_
+            self.rl_ = {"initial_return": rl.initial_return_, "best_return": rl.best_return_,
+                        "critic": rl.critic_source_, "history": rl.history_, "seconds": time.perf_counter() - t0}
         if self.collapse_atol > 0:
             if not hasattr(student, "tree_"):
                 raise bad_value("collapse_atol", "Distillation", "0 for a student that is not a tree",
@@ -200,6 +217,7 @@ def run_job(
         "distill_seconds": seconds,
         "dagger_history": dagger.history_,
         "tuning": estimator.tuning_,
+        "rl": estimator.rl_,
     }
     if evaluate_student:
         metrics.update(compare(controller, teacher, teacher.env_fn, episodes=resolved["eval_episodes"],

@@ -26,6 +26,7 @@ from distill.finetune import LeafTuner
 from distill.job import Distillation
 from distill.linear import LinearPolicy
 from distill.moe import MixturePolicy
+from distill.rl import CriticTuner
 from distill.tree import TreePolicy
 from interp_rl._validation import check_int
 from interp_rl.errors import InvalidParameterError, bad_value
@@ -92,6 +93,17 @@ def _dagger_options(seed_params: tuple[str, ...] = ("dagger__seed",)) -> tuple[O
         Option("select_episodes", ("dagger__eval_episodes",), "Held-out episodes scoring each round; the best "
                "round is kept."),
         Option("seed", seed_params, "Random seed of rollouts, student and evaluation."),
+    )
+
+
+def _rl_options() -> tuple[Option, ...]:
+    return (
+        Option("rl_steps", ("rl__n_steps",), "Fine-tune on the return for this many transitions with an "
+               "actor-critic warm-started from the teacher's critic (0: off).", int),
+        Option("rl_critic", ("rl__critic",), "'auto' (the teacher's Q-networks when it has them), 'teacher' or "
+               "'new'.", str),
+        Option("rl_warmup", ("rl__critic_warmup",), "Transitions during which only the critic learns."),
+        Option("rl_bc_weight", ("rl__bc_weight",), "Pull towards the teacher's actions while fine-tuning.", float),
     )
 
 
@@ -225,7 +237,7 @@ register_method(Method(
     name="tree",
     description="decision tree with sparse-linear or constant leaves (DAgger)",
     size="max_leaves",
-    make=lambda: Distillation(dagger=DAgger(TreePolicy()), tuner=LeafTuner(n_iter=0)),
+    make=lambda: Distillation(dagger=DAgger(TreePolicy()), tuner=LeafTuner(n_iter=0), rl=CriticTuner()),
     options=(
         Option("max_leaves", ("dagger__student__max_leaves",), "Leaf limit."),
         Option("max_depth", ("dagger__student__max_depth",), "Depth limit."),
@@ -234,12 +246,13 @@ register_method(Method(
                "(none: all)."),
         Option("split_on", ("dagger__student__split_on",), "'auto', 'constant' (CART), 'linear' (model tree) or "
                "'residual' (CART on a global linear fit's residual).", str),
-        *_dagger_options(("dagger__seed", "tuner__seed")),
+        *_dagger_options(("dagger__seed", "tuner__seed", "rl__seed")),
         Option("tune_iterations", ("tuner__n_iter",), "ARS updates of the leaves on the return after "
                "distillation (0: off)."),
         Option("tune_directions", ("tuner__n_directions",), "Random directions per ARS update."),
         Option("tune_step", ("tuner__step_size",), "ARS step size.", float),
         Option("tune_noise", ("tuner__noise",), "ARS perturbation, in action units.", float),
+        *_rl_options(),
         Option("collapse_atol", ("collapse_atol",), "Merge sibling leaves whose parameters differ by at most "
                "this (0: off).", float),
     ),
@@ -250,11 +263,12 @@ register_method(Method(
     name="linear",
     description="sparse linear policy, one equation per action (DAgger)",
     size="max_terms",
-    make=lambda: Distillation(dagger=DAgger(LinearPolicy())),
+    make=lambda: Distillation(dagger=DAgger(LinearPolicy()), rl=CriticTuner()),
     options=(
         Option("max_terms", ("dagger__student__max_terms",), "Features per action (none: all)."),
         Option("alpha", ("dagger__student__alpha",), "Ridge penalty on standardised features.", float),
-        *_dagger_options(),
+        *_dagger_options(("dagger__seed", "rl__seed")),
+        *_rl_options(),
     ),
     picture_note="edge width: typical size of the term in visited states",
 ))
@@ -263,7 +277,7 @@ register_method(Method(
     name="moe",
     description="sparse mixture of linear experts, linear or tree router (SMOSE; DAgger)",
     size="experts",
-    make=lambda: Distillation(dagger=DAgger(MixturePolicy())),
+    make=lambda: Distillation(dagger=DAgger(MixturePolicy()), rl=CriticTuner()),
     options=(
         Option("experts", ("dagger__student__n_experts",), "Number of linear experts."),
         Option("router", ("dagger__student__router",), "'linear' (the highest score acts) or 'tree' (a decision "
@@ -275,7 +289,8 @@ register_method(Method(
         Option("gate_noise", ("dagger__student__gate_noise",), "Noise on the router's scores while training.",
                float),
         Option("train_steps", ("dagger__student__n_steps",), "Gradient steps of the end-to-end training."),
-        *_dagger_options(),
+        *_dagger_options(("dagger__seed", "rl__seed")),
+        *_rl_options(),
     ),
     picture_note="shading: share of visited states per expert",
 ))

@@ -148,6 +148,8 @@ class CriticTuner(BaseEstimator):
         Held-out mean return before fine-tuning and of the kept controller.
     critic_source_ : str
         ``'teacher'`` or ``'new'``.
+    critic_ : torch.nn.Module
+        The critic after fine-tuning (a copy: the teacher's own networks are never trained).
     """
 
     def __init__(
@@ -388,4 +390,5 @@ class CriticTuner(BaseEstimator):
                 env.close()
         self.history_ = history
         self.best_return_ = best_ret
+        self.critic_ = q_net
         self.student_ = student.with_program(best_program)

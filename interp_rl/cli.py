@@ -458,6 +458,9 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
                 bar.update(job, completed=row["round"] + 1, description=(
                     f"DAgger round {row['round']}" + (f": return {ret:.0f}" if ret == ret and ret is not None
                                                       else "")))
+            elif "step" in row:
+                bar.update(job, description=f"Fine-tuning on the return: {row['step']} transitions, "
+                                            f"return {row['return_mean']:.0f}")
             else:
                 bar.update(job, description=f"Tuning leaves: update {row['iteration']}, "
                                             f"return {row['return_mean']:.0f}")

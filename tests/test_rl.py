@@ -1,0 +1,122 @@
+"""Fine-tuning distilled controllers on the return with an actor-critic warm-started from the teacher."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import teacher_zip
+
+import envs
+from distill import CriticTuner, DAgger, LinearPolicy, MixturePolicy
+from envs.teachers import load_teacher
+from interp_rl.errors import InvalidParameterError
+from interp_rl.program import load_controller
+
+pytestmark = pytest.mark.usefixtures("single_torch_thread")
+CLI = [sys.executable, "-m", "interp_rl.cli"]
+SMALL = {"n_steps": 600, "critic_warmup": 200, "eval_every": 200, "eval_episodes": 2, "batch_size": 64,
+         "n_envs": 2}
+
+
+@pytest.fixture(scope="module")
+def pendulum_sac(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real SB3 SAC on Pendulum-v1 (torque in [-2, 2]) after a few hundred steps of training."""
+    from stable_baselines3 import SAC
+
+    env = envs.make_env("Pendulum-v1", 0)
+    model = SAC("MlpPolicy", env, buffer_size=2000, learning_starts=100, seed=0, device="cpu")
+    model.learn(300)
+    path = tmp_path_factory.mktemp("sac") / "sac.zip"
+    model.save(str(path))
+    env.close()
+    return path
+
+
+def _student(teacher, cls=LinearPolicy, **params):
+    return DAgger(cls(**params), n_iter=0, steps=400, eval_episodes=0).fit(teacher, teacher.env_fn).student_
+
+
+@pytest.mark.parametrize("kind", ["linear", "mixture"])
+def test_fine_tuning_from_the_teachers_critic_runs_end_to_end(pendulum_sac: Path, kind: str) -> None:
+    teacher = load_teacher(pendulum_sac, env="Pendulum-v1")
+    student = (_student(teacher, max_terms=2) if kind == "linear"
+               else _student(teacher, MixturePolicy, n_experts=2, max_terms=2, n_steps=200))
+    before = [p.detach().clone() for p in teacher.model.critic.parameters()]
+    tuner = CriticTuner(**SMALL).fit(student, teacher, teacher.env_fn)
+    assert tuner.critic_source_ == "teacher"
+    # The teacher is not touched: its critic was copied, not trained in place.
+    assert all(np.array_equal(a.numpy(), b.detach().numpy())
+               for a, b in zip(before, teacher.model.critic.parameters(), strict=True))
+    assert [h["step"] for h in tuner.history_] == [0, 200, 400, 600]
+    assert tuner.initial_return_ == tuner.history_[0]["return_mean"]
+    assert tuner.best_return_ == max(h["return_mean"] for h in tuner.history_) >= tuner.initial_return_
+    # Same kind and structure; zero coefficients stay zero.
+    old, new = student._fitted_program(), tuner.student_._fitted_program()
+    assert new.kind == old.kind and new.size()["parameters"] <= old.size()["parameters"]
+    assert np.all(new.affine_pieces().coef[old.affine_pieces().coef == 0.0] == 0.0)
+    if kind == "mixture":
+        X = np.random.default_rng(0).normal(size=(200, 3))
+        np.testing.assert_array_equal(new.route(X), old.route(X))  # the router is frozen
+
+
+def test_the_critic_starts_as_the_teachers_and_fine_tuning_is_reproducible(pendulum_sac: Path) -> None:
+    teacher = load_teacher(pendulum_sac, env="Pendulum-v1")
+    student = _student(teacher)
+    frozen = CriticTuner(**{**SMALL, "n_steps": 200, "critic_lr": 1e-30, "actor_lr": 1e-30}).fit(
+        student, teacher, teacher.env_fn)
+    for a, b in zip(frozen.critic_.parameters(), teacher.model.critic.parameters(), strict=True):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), atol=1e-12)
+    a = CriticTuner(**SMALL, seed=3).fit(student, teacher, teacher.env_fn)
+    b = CriticTuner(**SMALL, seed=3).fit(student, teacher, teacher.env_fn)
+    assert [h["return_mean"] for h in a.history_] == [h["return_mean"] for h in b.history_]
+
+
+def test_a_teacher_without_q_networks_gets_a_new_critic_or_a_one_line_error(teachers) -> None:
+    ppo = teachers["ppo_hopper"]
+    student = _student(ppo, max_terms=2)
+    with pytest.raises(InvalidParameterError) as exc:
+        CriticTuner(critic="teacher", n_steps=100).fit(student, ppo, ppo.env_fn)
+    assert str(exc.value) == (
+        "The 'critic' parameter of CriticTuner must be 'auto' or 'new' for a teacher without Q-networks (the PPO "
+        "teacher has none; SAC, TD3 and TQC have them). Got 'teacher' instead.")
+    tuner = CriticTuner(**{**SMALL, "n_steps": 200, "eval_every": 200, "eval_episodes": 1}).fit(
+        student, ppo, ppo.env_fn)
+    assert tuner.critic_source_ == "new" and len(tuner.history_) == 2
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"n_steps": -1}, "The 'n_steps' parameter of CriticTuner must be an int in [0, inf). Got -1 instead."),
+    ({"critic": "ppo"}, "The 'critic' parameter of CriticTuner must be one of 'auto', 'teacher', 'new'. Got 'ppo' "
+                        "instead."),
+    ({"gamma": 1.5}, "The 'gamma' parameter of CriticTuner must be a float in [0.0, 1.0]. Got 1.5 instead."),
+])
+def test_bad_settings_are_one_line(pendulum_sac: Path, params: dict, message: str) -> None:
+    teacher = load_teacher(pendulum_sac, env="Pendulum-v1")
+    with pytest.raises(InvalidParameterError) as exc:
+        CriticTuner(**params).fit(_student(teacher), teacher, teacher.env_fn)
+    assert str(exc.value) == message
+
+
+def test_distill_with_rl_fine_tuning_from_the_cli(pendulum_sac: Path, shared_teachers: Path, tmp_path: Path) -> None:
+    out = tmp_path / "lin"
+    tiny = ["--iterations", "0", "--steps", "400", "--select-episodes", "1", "--eval-episodes", "2"]
+    run = subprocess.run([*CLI, "distill", "linear", "--teacher", str(pendulum_sac), "--env", "Pendulum-v1",
+                          "--rl-steps", "400", "--rl-warmup", "100", *tiny, "--out", str(out)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["rl"]["critic"] == "teacher" and metrics["rl"]["history"][-1]["step"] == 400
+    assert metrics["rl"]["best_return"] >= metrics["rl"]["initial_return"]
+    assert load_controller(out).kind == "linear"
+    run = subprocess.run([*CLI, "distill", "linear", "--teacher", str(teacher_zip(shared_teachers, "ppo", "Hopper")),
+                          "--rl-steps", "100", "--rl-critic", "teacher", *tiny, "--out", str(tmp_path / "ppo")],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 1
+    assert run.stderr.strip() == (
+        "Error: The '--rl-critic' option of interp-rl distill linear must be 'auto' or 'new' for a teacher "
+        "without Q-networks (the PPO teacher has none; SAC, TD3 and TQC have them). Got 'teacher' instead.")
