@@ -48,10 +48,11 @@ class MixturePolicy(PolicyStudent):
     ----------
     n_experts : int, default=8
         Number of experts ``M``.
-    router : {'linear', 'tree'}, default='linear'
-        The router that runs: linear scores (argmax), or a decision tree distilled from them.
+    router : {'linear', 'tree', 'trees'}, default='linear'
+        The router that runs: linear scores (argmax); one classification tree distilled from them;
+        or one regression tree per expert imitating its score (SMOSE's variant), argmax over them.
     router_depth : int, default=4
-        Depth limit of the routing tree (``router='tree'``).
+        Depth limit of the routing tree(s).
     max_terms : int, default=None
         At most this many observation features per action in each expert (``None``: all).
     load_balance : float, default=0.05
@@ -138,7 +139,7 @@ class MixturePolicy(PolicyStudent):
     def _validate_params(self) -> None:
         owner = type(self).__name__
         check_int(self.n_experts, "n_experts", owner, low=1, high=64)
-        check_choice(self.router, "router", owner, ("linear", "tree"))
+        check_choice(self.router, "router", owner, ("linear", "tree", "trees"))
         check_int(self.router_depth, "router_depth", owner, low=1, high=16)
         if self.max_terms is not None:
             check_int(self.max_terms, "max_terms", owner, low=1)
@@ -158,18 +159,23 @@ class MixturePolicy(PolicyStudent):
         low, high = check_bounds(self.action_low, self.action_high, Y.shape[1], type(self).__name__)
         bias, weight = self._refine(X, Y, w, *self._train_router(X, Y, w))
         chosen = self._route(X, bias, weight)
-        tree = None
+        tree, score_trees = None, None
         self.router_agreement_ = 1.0
-        if self.router == "tree":
-            tree = self._fit_router_tree(X, chosen, w)
-            routed = tree.intercept[tree.apply(X), 0].astype(np.int64)
+        if self.router != "linear":
+            if self.router == "tree":
+                tree = self._fit_router_tree(X, chosen, w)
+                routed = tree.intercept[tree.apply(X), 0].astype(np.int64)
+            else:
+                score_trees = self._fit_score_trees(X, bias, weight, w)
+                routed = np.argmax(np.stack([t.intercept[t.apply(X), 0] for t in score_trees], axis=1), axis=1)
             self.router_agreement_ = float(np.average(routed == chosen, weights=w))
             chosen = routed
         intercept, coef = self._refit_experts(X, Y, w, chosen)
         self.usage_ = np.bincount(chosen, weights=w, minlength=self.n_experts) / w.sum()
         self.program_ = MixtureProgram(
-            expert_intercept=intercept, expert_coef=coef, router_intercept=bias if tree is None else [],
-            router_coef=weight if tree is None else np.zeros((0, 0)), tree=tree, usage=self.usage_,
+            expert_intercept=intercept, expert_coef=coef, router_intercept=bias if self.router == "linear" else [],
+            router_coef=weight if self.router == "linear" else np.zeros((0, 0)), tree=tree,
+            score_trees=score_trees, usage=self.usage_,
             action_low=low, action_high=high,
         )
         return self
@@ -287,6 +293,20 @@ class MixturePolicy(PolicyStudent):
         return router_tree(feature=np.where(leaf, -1, t.feature), threshold=np.where(leaf, 0.0, t.threshold),
                            left=t.children_left, right=t.children_right, expert=expert, obs_dim=X.shape[1],
                            n_samples=t.weighted_n_node_samples)
+
+    def _fit_score_trees(self, X: np.ndarray, bias: np.ndarray, weight: np.ndarray, w: np.ndarray) -> list[Any]:
+        """One regression tree of depth ``router_depth`` per expert, imitating that expert's linear score."""
+        from sklearn.tree import DecisionTreeRegressor
+
+        from distill.tree import program_from_sklearn
+
+        scores = bias[None, :] + X @ weight.T
+        trees = []
+        for m in range(self.n_experts):
+            reg = DecisionTreeRegressor(max_depth=self.router_depth, random_state=self.random_state or 0)
+            reg.fit(X, scores[:, m], sample_weight=w)
+            trees.append(program_from_sklearn(reg, np.array([-np.inf]), np.array([np.inf])))
+        return trees
 
     def _refit_experts(self, X: np.ndarray, Y: np.ndarray, w: np.ndarray,
                        chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -181,7 +181,7 @@ def test_shipped_suites_load_and_expand_to_cells() -> None:
     ('seeds = [0]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [0]',
      "The 'max_leaves' setting of [methods.tree] in suite "),
     ('seeds = [0]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.forest]\nsizes = [4]',
-     "names unknown method 'forest'; available: linear, tree."),
+     "names unknown method 'forest'; available: linear, moe, tree."),
     ('seeds = [-1]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [4]',
      "'seeds' must be a non-empty list of integers >= 0. Got [-1] instead."),
     ('seeds = [0]\n[[teachers]]\nname = "a"\n[methods.tree]\nsizes = [4]',

@@ -55,10 +55,23 @@ def test_two_experts_switching_on_a_sign_are_learned_exactly(router: str) -> Non
     np.testing.assert_array_equal(prog.route(probe) == positive, probe[:, 0] > 0)
     np.testing.assert_allclose(pol.predict(probe), np.where(probe[:, [0]] > 0, probe[:, [1]], -2 * probe[:, [1]]),
                                atol=1e-9)
-    assert pol.router_agreement_ == 1.0
+    assert pol.router_agreement_ == 1.0 and prog.router == router
     if router == "tree":
-        assert prog.tree is not None and prog.tree.depth == 1 and prog.tree.feature[0] == 0
-        assert abs(prog.tree.threshold[0]) < 0.02
+        assert prog.tree.depth == 1 and prog.tree.feature[0] == 0 and abs(prog.tree.threshold[0]) < 0.02
+
+
+def test_one_score_tree_per_expert_approximates_the_router() -> None:
+    """SMOSE's variant: each expert's score imitated by a regression tree; argmax over the trees."""
+    X, y = _two_regimes()
+    pol = MixturePolicy(n_experts=2, router="trees", router_depth=1, alpha=0.0, n_steps=1000,
+                        random_state=0).fit(X, y)
+    prog = pol.program_
+    assert prog.router == "trees" and len(prog.score_trees) == 2
+    assert all(t.depth <= 1 for t in prog.score_trees)
+    assert any(t.depth == 1 and t.feature[0] == 0 and abs(t.threshold[0]) < 0.05 for t in prog.score_trees)
+    assert pol.router_agreement_ > 0.98  # a depth-1 tree splits a linear score near, not at, its zero
+    coefs = sorted(prog.expert_coef[:, 0, 1].tolist())
+    np.testing.assert_allclose(coefs, [-2.0, 1.0], atol=0.1)
 
 
 def test_load_balancing_evens_expert_usage() -> None:
@@ -94,9 +107,13 @@ def _programs() -> dict[str, MixtureProgram]:
                             usage=[0.5, 0.3, 0.2])
     tied = MixtureProgram(expert_intercept=[[1.0, 0.0], [2.0, 0.0], [3.0, 0.0]], expert_coef=np.zeros((m, k, d)),
                           router_intercept=[0.0, 0.5, 0.5], router_coef=np.zeros((m, d)))
+    trees = MixtureProgram(expert_intercept=rng.normal(size=(m, k)), expert_coef=coef, score_trees=[
+        router_tree(feature=[f, -1, -1], threshold=[th, 0, 0], left=[1, -1, -1], right=[2, -1, -1],
+                    expert=[0, 0, 0], obs_dim=d).replace(intercept=[[0.0], [lo], [hi]])
+        for f, th, lo, hi in ((0, 0.1, 1.0, -1.0), (2, -0.3, 0.5, 0.5), (0, 0.1, 0.2, 2.0))])
     one = MixtureProgram(expert_intercept=[[0.5, -0.5]], expert_coef=coef[:1], router_intercept=[0.0],
                          router_coef=np.zeros((1, d)))
-    return {"linear": linear, "tree": tree and routed, "tied": tied, "one": one}
+    return {"linear": linear, "tree": tree and routed, "trees": trees, "tied": tied, "one": one}
 
 
 def _controller(prog: MixtureProgram) -> Controller:
@@ -111,7 +128,7 @@ def test_equal_scores_pick_the_first_expert() -> None:
     np.testing.assert_array_equal(prog.predict(np.zeros((1, 4))), [[2.0, 0.0]])
 
 
-@pytest.mark.parametrize("name", ["linear", "tree", "tied", "one"])
+@pytest.mark.parametrize("name", ["linear", "tree", "trees", "tied", "one"])
 def test_json_python_and_c_reproduce_predict_bit_for_bit(name: str, tmp_path: Path) -> None:
     ctrl = _controller(_programs()[name])
     X = np.random.default_rng(5).normal(size=(400, 4)) * 2
@@ -169,6 +186,14 @@ def test_explanations_name_features_router_and_experts() -> None:
     assert why.startswith("hip_angle = 0.5 rad > ")
     assert "n0 -> e" in to_dot(rctrl, obs=np.array([0.5, 0.25]))
 
+    scored = MixturePolicy(n_experts=2, router="trees", router_depth=1, n_steps=1000, random_state=0).fit(X, y)
+    sctrl = scored.to_controller(FEATURES, [Signal("hip_torque", "N m")])
+    text = export_text(sctrl)
+    assert text.startswith("router: the expert with the highest score acts\nscore 1:\n  |--- ")
+    assert "\nscore 2:\n  |--- hip_angle [rad] <= " in text and "|   |--- score 2 = " in text
+    assert "<- highest" in decision_path_text(sctrl, [0.5, 0.25])
+    assert "score 2: a tree of depth 1, 2 leaves" in to_dot(sctrl)
+
 
 def test_size_counts_every_parameter() -> None:
     prog = _programs()["linear"]
@@ -179,12 +204,15 @@ def test_size_counts_every_parameter() -> None:
     assert size["parameters"] == 3 * 2 + size["nonzero_terms"] + size["router_parameters"]
     tree = _programs()["tree"].size()
     assert tree["router_parameters"] == 2 + 3 and tree["router_depth"] == 2
+    trees = _programs()["trees"].size()
+    assert trees["router_parameters"] == 3 * (1 + 2) and trees["router_depth"] == 1
 
 
 @pytest.mark.parametrize(("params", "message"), [
     ({"n_experts": 0}, "The 'n_experts' parameter of MixturePolicy must be an int in [1, 64]. Got 0 instead."),
     ({"router_depth": 0}, "The 'router_depth' parameter of MixturePolicy must be an int in [1, 16]. Got 0 instead."),
-    ({"router": "soft"}, "The 'router' parameter of MixturePolicy must be one of 'linear', 'tree'. Got 'soft' instead."),
+    ({"router": "soft"}, "The 'router' parameter of MixturePolicy must be one of 'linear', 'tree', 'trees'. Got 'soft' "
+                       "instead."),
     ({"learning_rate": 0.0}, "The 'learning_rate' parameter of MixturePolicy must be a float in (0.0, inf). Got 0.0 "
                              "instead."),
 ])
@@ -199,7 +227,7 @@ def test_bad_parameters_are_one_line(params: dict, message: str) -> None:
     (lambda d: d["router"]["tree"].update(intercept=[[0.0], [0.0], [5.0], [0.0], [1.0]]),
      "A routing leaf names expert index 5; indices must be whole numbers in [0, 3)."),
     (lambda d: d["expert_terms"].append([3, 0, 0, 1.0]), "An expert term (3, 0, 0) lies outside the shape (3, 2, 4)."),
-    (lambda d: d["router"].update(kind="soft"), "The router kind 'soft' is not 'linear' or 'tree'."),
+    (lambda d: d["router"].update(kind="soft"), "The router kind 'soft' is not 'linear', 'tree' or 'trees'."),
     (lambda d: d["expert_intercept"][1].__setitem__(0, float("nan")),
      "Expert 2 has a non-finite parameter; parameters must be finite."),
 ])

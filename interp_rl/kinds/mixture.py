@@ -13,6 +13,9 @@ Arithmetic (bit-identical in every runtime):
   score wins only when strictly greater);
 * tree router: the tree is walked as a :class:`~interp_rl.kinds.tree.TreeProgram` is (left
   when ``x_f <= threshold``); the leaf names the expert;
+* score-tree router (SMOSE's one tree per expert): tree ``m`` is walked the same way and its leaf
+  holds the score ``s_m``; the expert is the first with the largest score, as for the linear
+  router;
 * the chosen expert: ``y = intercept`` then ``y = y + coef_j * x_j`` for its non-zero terms in
   ascending feature order, then ``y = min(max(y, low), high)``.
 """
@@ -67,6 +70,8 @@ class MixtureProgram(ProgramBase):
         The linear router's scores (empty when ``tree`` routes).
     tree : TreeProgram, optional
         A routing tree (see :func:`router_tree`) used instead of the linear router.
+    score_trees : list of TreeProgram, optional
+        One tree per expert whose constant leaves give its score (instead of the linear router).
     usage : ndarray of shape (n_experts,)
         Share of the training data each expert acted on (zeros when unknown), for explanations.
     action_low, action_high : ndarray of shape (act_dim,)
@@ -91,6 +96,7 @@ class MixtureProgram(ProgramBase):
     router_intercept: np.ndarray = field(default_factory=lambda: np.zeros(0))
     router_coef: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     tree: TreeProgram | None = None
+    score_trees: list[TreeProgram] | None = None
     usage: np.ndarray = field(default_factory=lambda: np.zeros(0))
     action_low: np.ndarray = field(default_factory=lambda: np.zeros(0))
     action_high: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -116,7 +122,21 @@ class MixtureProgram(ProgramBase):
             raise ControllerFormatError(f"Expert {bad + 1} has a non-finite parameter; parameters must be finite.")
         self.router_intercept = np.asarray(self.router_intercept, dtype=np.float64).ravel()
         self.router_coef = np.asarray(self.router_coef, dtype=np.float64)
-        if self.tree is None:
+        if self.score_trees is not None:
+            if self.tree is not None:
+                raise ControllerFormatError("A mixture has one router: a tree or score trees, not both.")
+            self.score_trees = list(self.score_trees)
+            if len(self.score_trees) != m:
+                raise ControllerFormatError(f"There are {len(self.score_trees)} score trees for {m} experts; "
+                                            "there must be one per expert.")
+            for k, t in enumerate(self.score_trees):
+                if t.obs_dim != self.obs_dim or t.act_dim != 1 or t.has_linear_leaves:
+                    raise ControllerFormatError(
+                        f"Score tree {k + 1} reads {t.obs_dim} features and gives {t.act_dim} outputs; it must read "
+                        f"{self.obs_dim} and give 1 constant score per leaf."
+                    )
+            self.router_intercept, self.router_coef = np.zeros(0), np.zeros((0, self.obs_dim))
+        elif self.tree is None:
             if self.router_intercept.shape != (m,) or self.router_coef.shape != (m, self.obs_dim):
                 raise ControllerFormatError(
                     f"A linear router needs router_intercept of shape ({m},) and router_coef of shape "
@@ -159,7 +179,9 @@ class MixtureProgram(ProgramBase):
 
     @property
     def router(self) -> str:
-        """``'linear'`` or ``'tree'``."""
+        """``'linear'``, ``'tree'`` or ``'trees'`` (one score tree per expert)."""
+        if self.score_trees is not None:
+            return "trees"
         return "linear" if self.tree is None else "tree"
 
     @property
@@ -169,6 +191,8 @@ class MixtureProgram(ProgramBase):
 
     def router_size(self) -> int:
         """Router parameters: biases plus non-zero weights, or the tree's thresholds plus its leaves."""
+        if self.score_trees is not None:
+            return int(sum((~t.is_leaf).sum() + t.n_leaves for t in self.score_trees))
         if self.tree is None:
             return self.n_experts + int(np.count_nonzero(self.router_coef))
         return int((~self.tree.is_leaf).sum() + self.tree.n_leaves)
@@ -179,6 +203,8 @@ class MixtureProgram(ProgramBase):
                "nonzero_terms": self.n_terms, "experts": self.n_experts, "router_parameters": self.router_size()}
         if self.tree is not None:
             out["router_depth"] = self.tree.depth
+        if self.score_trees is not None:
+            out["router_depth"] = max(t.depth for t in self.score_trees)
         return out
 
     def expert(self, m: int) -> LinearProgram:
@@ -193,8 +219,10 @@ class MixtureProgram(ProgramBase):
 
     # ------------------------------------------------------------------ running
     def scores(self, X: np.ndarray) -> np.ndarray:
-        """Linear router scores ``(n, n_experts)``, summed in the contract's order."""
+        """Router scores ``(n, n_experts)``: the linear scores summed in the contract's order, or the score trees'."""
         X = np.asarray(X, dtype=np.float64)
+        if self.score_trees is not None:
+            return np.stack([t.intercept[t.apply(X), 0] for t in self.score_trees], axis=1)
         s = np.repeat(self.router_intercept[None, :], len(X), axis=0)
         for m in range(self.n_experts):
             for j, w in self.router_terms(m):
@@ -240,6 +268,8 @@ class MixtureProgram(ProgramBase):
                           for m, j in np.argwhere(self.router_coef != 0.0)]}
         else:
             router = {"kind": "tree", "tree": self.tree.to_dict()}
+        if self.score_trees is not None:
+            router = {"kind": "trees", "trees": [t.to_dict() for t in self.score_trees]}
         return {"kind": self.kind, "obs_dim": self.obs_dim, "act_dim": self.act_dim, "n_experts": self.n_experts,
                 "expert_intercept": self.expert_intercept.tolist(), "expert_terms": terms, "router": router,
                 "usage": self.usage.tolist(), **self._bounds_dict()}
@@ -268,8 +298,10 @@ class MixtureProgram(ProgramBase):
                 kw = {"router_intercept": router["intercept"], "router_coef": w}
             elif router["kind"] == "tree":
                 kw = {"tree": TreeProgram.from_dict(router["tree"])}
+            elif router["kind"] == "trees":
+                kw = {"score_trees": [TreeProgram.from_dict(t) for t in router["trees"]]}
             else:
-                raise ControllerFormatError(f"The router kind {router['kind']!r} is not 'linear' or 'tree'.")
+                raise ControllerFormatError(f"The router kind {router['kind']!r} is not 'linear', 'tree' or 'trees'.")
             return cls(expert_intercept=d["expert_intercept"], expert_coef=coef, usage=d.get("usage", []),
                        action_low=[float(v) for v in d["action_low"]],
                        action_high=[float(v) for v in d["action_high"]], **kw)
@@ -294,6 +326,13 @@ class MixtureProgram(ProgramBase):
     def router_text(self, controller: Controller, *, precision: int = 3, max_depth: int | None = None) -> str:
         """The router in named features: the scores, or the routing tree's rules."""
         fmt = partial(cg.fixed, precision=precision)
+        if self.score_trees is not None:
+            lines = ["router: the expert with the highest score acts"]
+            for k, t in enumerate(self.score_trees):
+                body = t.explain(controller, precision=precision, max_depth=max_depth,
+                                 leaf_text=lambda node, t=t, k=k: f"score {k + 1} = {fmt(float(t.intercept[node, 0]))}")
+                lines += [f"score {k + 1}:"] + ["  " + line for line in body.splitlines()]
+            return "\n".join(lines)
         if self.tree is None:
             names = controller.feature_names
             lines = ["router: the expert with the highest score acts"]
@@ -331,7 +370,7 @@ class MixtureProgram(ProgramBase):
         x = np.asarray(x, dtype=np.float64).ravel()
         m = int(self.route(x[None, :])[0])
         fmt = partial(cg.compact, precision=precision)
-        if self.tree is None:
+        if self.tree is None:  # linear scores or score trees
             s = self.scores(x[None, :])[0]
             lines = [f"score {k + 1} = {fmt(float(s[k]))}" + ("   <- highest" if k == m else "")
                      for k in range(self.n_experts)]
@@ -369,7 +408,13 @@ class MixtureProgram(ProgramBase):
             if chosen == m:
                 attrs.update(color='"#d62728"', penwidth="2.5")
             out.append(f"  e{m} {dot_attrs(attrs)};")
-        if self.tree is None:
+        if self.score_trees is not None:
+            text = ["router: highest score acts"]
+            text += [f"score {k + 1}: a tree of depth {t.depth}, {t.n_leaves} leaves"
+                     for k, t in enumerate(self.score_trees)]
+            out.append(f"  router {dot_attrs({'label': dot_label(text, left=True)})};")
+            out += [f"  router -> e{m};" for m in range(self.n_experts)]
+        elif self.tree is None:
             text = ["router: highest score acts"]
             text += [f"score {m + 1} = {self._score_text(m, names, fmt, 4)}" for m in range(self.n_experts)]
             out.append(f"  router {dot_attrs({'label': dot_label(text, left=True)})};")
@@ -408,6 +453,13 @@ class MixtureProgram(ProgramBase):
         if self.tree is None:
             for m in range(self.n_experts):
                 decl = "" if python else "double "
+                if self.score_trees is not None:
+                    t = self.score_trees[m]
+                    if not python:
+                        lines.append(f"double s{m} = 0.0;")
+                    lines += t.code_lines(controller, python, leaf_lines=lambda node, ind, t=t, m=m: [
+                        f"{ind}s{m} = {cg.lit(t.intercept[node, 0])}{end}"])
+                    continue
                 parts = cg.affine_parts(self.router_intercept[m], self.router_terms(m))
                 lines += cg.assignment("", f"{decl}s{m}", parts, end, python=python)
             lines.append("e = 0" if python else "int e = 0;")
