@@ -534,7 +534,7 @@ def viz(
     import numpy as np
 
     from interp_rl.program import load_controller
-    from interp_rl.viz import decision_path_text, export_text, render, to_dot
+    from interp_rl.viz import decision_path_text, export_text, render, to_dot, usage_figure
 
     ctrl = load_controller(controller)
     x = None
@@ -558,6 +558,10 @@ def viz(
         if tree is not None:
             used = len(np.unique(ctrl.program.apply(visited)))
             line += f"; {used} of {tree} leaves visited"
+        experts = getattr(ctrl.program, "n_experts", None)
+        if experts is not None:
+            share = ctrl.program.usage_of(visited)
+            line += "; experts acting: " + ", ".join(f"{m + 1} ({100 * v:.0f}%)" for m, v in enumerate(share) if v)
         out.print(line + ".", markup=False)
     if text:
         out.print(export_text(ctrl, max_depth=max_depth), markup=False)
@@ -565,6 +569,15 @@ def viz(
     target = out_file or base / f"{ctrl.kind}.svg"
     render(to_dot(ctrl, max_depth=max_depth, obs=x, states=visited), target)
     out.print(f"Wrote {target}")
+    if visited is not None and ctrl.program.kind != "linear":
+        try:
+            ctrl.program.affine_pieces()
+        except TypeError:
+            return  # not piecewise affine: no usage picture
+        figure = target.with_name(f"{target.stem}-episode.png")
+        usage_figure(ctrl, visited, figure, title=f"Episode seed {episode_seed}: which part of the "
+                                                 f"{ctrl.kind} acts, step by step")
+        out.print(f"Wrote {figure}")
 
 
 @app.command()

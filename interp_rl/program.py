@@ -176,6 +176,8 @@ class AffinePieces:
     """``(n_pieces, act_dim)``."""
     coef: np.ndarray
     """``(n_pieces, act_dim, obs_dim)``; zeros are absent terms."""
+    labels: list[str] = field(default_factory=list)
+    """What people call each piece (``leaf 3``, ``expert 2``)."""
 
 
 class ProgramBase:

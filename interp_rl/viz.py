@@ -18,8 +18,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from interp_rl._validation import check_int
-from interp_rl.errors import ObservationError, RenderError
+from interp_rl.errors import InvalidParameterError, ObservationError, RenderError
 from interp_rl.io import atomic_write_bytes
 from interp_rl.kinds.tree import leaf_visit_counts
 from interp_rl.program import Controller
@@ -34,6 +36,7 @@ __all__ = [
     "leaf_visit_counts",
     "render",
     "to_dot",
+    "usage_figure",
 ]
 
 #: Image formats :func:`render` writes, chosen by the file suffix.
@@ -320,3 +323,88 @@ def render(dot: str, path: str | os.PathLike[str], *, format: str | None = None)
         detail = lines[0] if lines else f"exit status {exc.returncode}"
         raise RenderError(f"Graphviz could not render the DOT text: {detail}") from None
     return atomic_write_bytes(target, data)
+
+
+def usage_figure(controller: Controller, observations: Any, out: str | Path, *, title: str | None = None) -> Path:
+    """Which piece acts (a tree's leaf, a mixture's expert) over a run of visited states, as a picture.
+
+    Three panels, in named features: the piece acting at each step (a timeline of the states in
+    the order given, e.g. one episode), each piece's share of the steps, and a map of the states
+    over the two features that best tell the pieces apart (those a depth-4 classification tree
+    of the pieces splits on most), coloured by piece.
+
+    Parameters
+    ----------
+    controller : Controller
+        A piecewise-affine controller (tree, linear, mixture).
+    observations : array-like of shape (n_steps, obs_dim)
+        Raw observations in time order.
+    out : str or Path
+        ``.png``, ``.svg`` or ``.pdf``; written atomically.
+    title : str, optional
+        Shown above the panels.
+
+    Returns
+    -------
+    Path
+        ``out``.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from sklearn.tree import DecisionTreeClassifier
+
+    from interp_rl.io import atomic_write
+
+    target = Path(out)
+    if target.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise RenderError(f"Cannot draw the usage figure to {str(target)!r}: use .png, .svg or .pdf.")
+    X = controller.check_obs(np.asarray(observations, dtype=np.float64))[0]
+    if len(X) == 0:
+        raise InvalidParameterError("usage_figure needs at least one observation.")
+    pieces = controller.program.affine_pieces()
+    which = pieces.assign(X)
+    used = [int(p) for p in np.unique(which)]
+    order = {p: i for i, p in enumerate(used)}
+    labels = [pieces.labels[p] if p < len(pieces.labels) else f"piece {p}" for p in used]
+    colours = plt.get_cmap("tab10" if len(used) <= 10 else "tab20")
+    colour = [colours(order[int(p)] % colours.N) for p in which]
+    if len(used) > 1:
+        clf = DecisionTreeClassifier(max_depth=4, random_state=0).fit(X, which)
+        top = list(np.argsort(-clf.feature_importances_)[:2])
+    else:
+        top = list(np.argsort(-X.std(axis=0))[:2])
+    if len(top) < 2:
+        top = top + top
+
+    fig = plt.figure(figsize=(10, 6.5))
+    grid = fig.add_gridspec(2, 2, height_ratios=[1, 1.4])
+    ax = fig.add_subplot(grid[0, :])
+    ax.scatter(np.arange(len(X)), [order[int(p)] for p in which], c=colour, s=6, marker="s", linewidths=0)
+    ax.set_yticks(range(len(used)), labels)
+    ax.set_xlabel("step")
+    ax.set_title(title or f"Which part of the {controller.kind} acts, step by step")
+    ax.set_xlim(-0.5, len(X) - 0.5)
+    bar = fig.add_subplot(grid[1, 0])
+    share = np.array([np.mean(which == p) for p in used]) * 100
+    bar.barh(range(len(used)), share, color=[colours(i % colours.N) for i in range(len(used))])
+    bar.set_yticks(range(len(used)), labels)
+    bar.invert_yaxis()
+    bar.set_xlabel("% of steps")
+    for i, v in enumerate(share):
+        bar.text(v, i, f" {v:.0f}%", va="center", fontsize=8)
+    area = fig.add_subplot(grid[1, 1])
+    area.scatter(X[:, top[0]], X[:, top[1]], c=colour, s=8, linewidths=0)
+    area.set_xlabel(controller.features[top[0]].label)
+    area.set_ylabel(controller.features[top[1]].label)
+    area.set_title("where each acts", fontsize=10)
+    fig.tight_layout()
+
+    def write(tmp: str) -> None:
+        fig.savefig(tmp, format=target.suffix.lower()[1:], dpi=110)
+
+    try:
+        return atomic_write(target, write)
+    finally:
+        plt.close(fig)

@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 
 from distill import METHODS, MixturePolicy
 from interp_rl.cli import app
-from interp_rl.errors import ControllerFormatError, InvalidParameterError
+from interp_rl.errors import ControllerFormatError, InvalidParameterError, ObservationError, RenderError
 from interp_rl.export import compile_c, load_c_controller, load_python_controller, write_exports
 from interp_rl.kinds.mixture import MixtureProgram, router_tree
 from interp_rl.program import Controller, Signal, load_controller
-from interp_rl.viz import decision_path_text, export_text, to_dot
+from interp_rl.viz import decision_path_text, export_text, to_dot, usage_figure
 
 runner = CliRunner()
 CC = shutil.which("gcc") or shutil.which("cc")
@@ -274,7 +274,24 @@ def test_distill_moe_from_the_cli_then_evaluate_viz_and_a_task_mismatch(tmp_path
     assert metrics["method"] == "moe" and metrics["experts"] == 2
     res = runner.invoke(app, ["viz", str(out), "--text"])
     assert res.exit_code == 0 and res.output.startswith("router:\n|--- ")
+    res = runner.invoke(app, ["viz", str(out), "--episode-seed", "3", "--out", str(tmp_path / "m.svg")])
+    assert res.exit_code == 0, res.output
+    assert "Episode seed 3: 200 steps" in res.output and "experts acting: " in res.output
+    assert (tmp_path / "m.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+    assert (tmp_path / "m-episode.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     res = runner.invoke(app, ["evaluate", str(out), "--env", "Hopper-v5", "--episodes", "1"])
     assert res.exit_code == 1
     assert res.output.strip().splitlines()[-1].startswith("Error: The controller observes 3 features, but Hopper-v5 "
                                                           "gives 11")
+
+
+def test_usage_figure_names_pieces_and_features(tmp_path: Path) -> None:
+    ctrl = _controller(_programs()["tree"])
+    X = np.random.default_rng(0).normal(size=(300, 4))
+    path = usage_figure(ctrl, X, tmp_path / "usage.svg", title="one episode")
+    svg = path.read_text()
+    assert "expert 1" in svg and "joint1_angle [rad]" in svg and "% of steps" in svg
+    with pytest.raises(RenderError, match=r"use \.png, \.svg or \.pdf"):
+        usage_figure(ctrl, X, tmp_path / "usage.txt")
+    with pytest.raises(ObservationError, match="expects 4"):
+        usage_figure(ctrl, X[:, :3], tmp_path / "usage.png")

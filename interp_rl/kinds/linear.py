@@ -99,7 +99,7 @@ class LinearProgram(ProgramBase):
     def affine_pieces(self) -> AffinePieces:
         """One piece."""
         return AffinePieces(lambda X: np.zeros(len(X), dtype=np.int64), self.intercept[None].copy(),
-                            self.coef[None].copy())
+                            self.coef[None].copy(), ["equations"])
 
     def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> LinearProgram:
         return LinearProgram(intercept=intercept[0], coef=coef[0], action_low=self.action_low,

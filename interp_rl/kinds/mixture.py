@@ -247,7 +247,8 @@ class MixtureProgram(ProgramBase):
 
     def affine_pieces(self) -> AffinePieces:
         """One piece per expert, assigned by the router."""
-        return AffinePieces(self.route, self.expert_intercept.copy(), self.expert_coef.copy())
+        return AffinePieces(self.route, self.expert_intercept.copy(), self.expert_coef.copy(),
+                            [f"expert {m + 1}" for m in range(self.n_experts)])
 
     def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> MixtureProgram:
         return dataclasses.replace(self, expert_intercept=intercept, expert_coef=coef)

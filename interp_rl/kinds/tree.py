@@ -148,7 +148,9 @@ class TreeProgram(ProgramBase):
 
     def affine_pieces(self) -> AffinePieces:
         """Every node is a piece (only leaves are ever assigned): ``assign`` is :meth:`apply`."""
-        return AffinePieces(self.apply, self.intercept.copy(), self.coef.copy())
+        number = self.leaf_numbers()
+        labels = [f"leaf {number[n]}" if n in number else f"node {n}" for n in range(self.n_nodes)]
+        return AffinePieces(self.apply, self.intercept.copy(), self.coef.copy(), labels)
 
     def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> TreeProgram:
         return self.replace(intercept=intercept, coef=coef)
