@@ -18,8 +18,9 @@ return, keeping its structure and its sparsity:
 * the critic alone learns for the first ``critic_warmup`` transitions (the offline-to-online dip
   comes from actor steps on a critic that does not yet know the new policy's states);
 * every ``eval_every`` transitions the controller is scored on held-out episodes and the best
-  one, the starting controller included, is kept: fine-tuning never returns a worse controller
-  on those episodes.
+  one, the starting controller included, is kept (by default the one with the best mean minus
+  standard deviation, so that rare catastrophic episodes count): fine-tuning never returns a
+  worse controller on those episodes.
 """
 
 from __future__ import annotations
@@ -131,8 +132,12 @@ class CriticTuner(BaseEstimator):
         Environments stepped together.
     eval_every : int, default=10_000
         Transitions between held-out evaluations (the best controller is kept).
-    eval_episodes : int, default=5
+    eval_episodes : int, default=10
         Held-out episodes per evaluation (seeds ``seed + 50000 ...``, as DAgger's selection).
+    select : {'robust', 'mean'}, default='robust'
+        How evaluations are compared: ``'robust'`` by the mean minus the standard deviation of the
+        held-out returns (a controller that flips the robot in one episode of ten loses to a
+        slightly slower one that never does), ``'mean'`` by the mean.
     buffer_size : int, default=300_000
         Replay capacity.
     seed : int, default=0
@@ -143,9 +148,11 @@ class CriticTuner(BaseEstimator):
     student_ : estimator
         The student running the best controller found.
     history_ : list of dict
-        ``step``, ``return_mean``, ``return_min`` (held-out) and ``seconds`` at each evaluation.
+        ``step``, ``return_mean``, ``return_std``, ``return_min`` (held-out), ``score`` (what
+        ``select`` compares) and ``seconds`` at each evaluation.
     initial_return_, best_return_ : float
-        Held-out mean return before fine-tuning and of the kept controller.
+        Held-out mean return before fine-tuning and of the kept controller (the one with the best
+        ``score``).
     critic_source_ : str
         ``'teacher'`` or ``'new'``.
     critic_ : torch.nn.Module
@@ -169,7 +176,8 @@ class CriticTuner(BaseEstimator):
         tau: float = 0.005,
         n_envs: int = 4,
         eval_every: int = 10_000,
-        eval_episodes: int = 5,
+        eval_episodes: int = 10,
+        select: str = "robust",
         buffer_size: int = 300_000,
         seed: int = 0,
     ) -> None:
@@ -188,6 +196,7 @@ class CriticTuner(BaseEstimator):
         self.n_envs = n_envs
         self.eval_every = eval_every
         self.eval_episodes = eval_episodes
+        self.select = select
         self.buffer_size = buffer_size
         self.seed = seed
 
@@ -213,6 +222,7 @@ class CriticTuner(BaseEstimator):
         check_int(self.n_envs, "n_envs", owner)
         check_int(self.eval_every, "eval_every", owner)
         check_int(self.eval_episodes, "eval_episodes", owner)
+        check_choice(self.select, "select", owner, ("robust", "mean"))
         check_int(self.buffer_size, "buffer_size", owner)
         check_int(self.seed, "seed", owner, low=0)
 
@@ -242,9 +252,12 @@ class CriticTuner(BaseEstimator):
             self._fit(student, teacher, env_fn, program, pieces, progress)
         return self
 
-    def _score(self, student: Any, env_fn: EnvFn) -> tuple[float, float]:
+    def _score(self, student: Any, env_fn: EnvFn) -> dict[str, float]:
         res = evaluate(student, env_fn, self.eval_episodes, seed=self.seed + SELECTION_SEED_OFFSET)
-        return float(res.mean_return), float(min(res.returns))
+        r = np.asarray(res.returns, dtype=np.float64)
+        score = float(r.mean() - r.std()) if self.select == "robust" else float(r.mean())
+        return {"return_mean": float(r.mean()), "return_std": float(r.std()), "return_min": float(r.min()),
+                "score": score}
 
     def _fit(self, student: Any, teacher: Teacher, env_fn: EnvFn, program: Any, pieces: Any,
              progress: Callable[[dict[str, Any]], None] | None) -> None:
@@ -310,11 +323,10 @@ class CriticTuner(BaseEstimator):
         obs = np.stack([env.reset(seed=next_seed + i)[0] for i, env in enumerate(envs)]).astype(np.float64)
         next_seed += self.n_envs
 
-        best_ret, best_min = self._score(student, env_fn)
-        self.initial_return_ = best_ret
-        best_program = program
-        history: list[dict[str, Any]] = [{"step": 0, "return_mean": best_ret, "return_min": best_min,
-                                          "seconds": 0.0}]
+        first = self._score(student, env_fn)
+        self.initial_return_ = best_ret = first["return_mean"]
+        best_score, best_program = first["score"], program
+        history: list[dict[str, Any]] = [{"step": 0, **first, "seconds": 0.0}]
         t0 = time.perf_counter()
         steps, updates, owed, next_eval = 0, 0, 0.0, min(self.eval_every, self.n_steps)
 
@@ -377,12 +389,11 @@ class CriticTuner(BaseEstimator):
                 if steps >= next_eval:
                     next_eval += self.eval_every
                     cand = program_now()
-                    ret, worst = self._score(student.with_program(cand), env_fn)
-                    row = {"step": steps, "return_mean": ret, "return_min": worst,
+                    row = {"step": steps, **self._score(student.with_program(cand), env_fn),
                            "seconds": time.perf_counter() - t0}
                     history.append(row)
-                    if ret > best_ret:
-                        best_ret, best_program = ret, cand
+                    if row["score"] > best_score:
+                        best_score, best_ret, best_program = row["score"], row["return_mean"], cand
                     if progress is not None:
                         progress({"phase": "fine-tune", **row})
         finally:
