@@ -108,6 +108,19 @@ def _save_npy(path: Path, array: np.ndarray) -> None:
     atomic_write(path, _w)
 
 
+def _piece_usage(controller: Any, states: np.ndarray) -> dict[str, Any] | None:
+    """Share of the controller-visited states on which each piece (leaf, expert) acts; None if not piecewise."""
+    try:
+        pieces = controller.program.affine_pieces()
+    except TypeError:
+        return None
+    which = pieces.assign(states)
+    count = np.bincount(which, minlength=len(pieces.intercept)) / max(len(states), 1)
+    acting = [i for i, label in enumerate(pieces.labels) if not label.startswith("node ")]  # trees: leaves
+    return {"states": int(len(states)), "shares": {pieces.labels[i]: float(count[i]) for i in acting},
+            "idle": int(sum(count[i] < 0.02 for i in acting))}
+
+
 def _speedup(teacher_s: float, student_s: float | None) -> float | None:
     return teacher_s / student_s if student_s else None
 
@@ -164,6 +177,7 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     t_lat = teacher_latency(teacher, states)
     s_lat = controller_latency(controller, work, states)
     size = controller.size()
+    usage = _piece_usage(controller, states)
     record = {
         "schema": RECORD_SCHEMA,
         "id": c.id,
@@ -185,6 +199,7 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
         "worst_percent_of_teacher": ev["worst_percent_of_teacher"],
         "fidelity": {"teacher_states": ev["fidelity_teacher_states"],
                      "student_states": ev["fidelity_student_states"], "steps": fid_steps},
+        "usage": usage,
         "size": {"leaves": None, "depth": None, "experts": None, **size,
                  "export_bytes": {k: Path(p).stat().st_size for k, p in exports.items()}},
         "latency": {

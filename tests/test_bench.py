@@ -234,6 +234,10 @@ def test_bench_writes_one_complete_record_per_cell(bench_run: tuple[Path, Path])
         lat = rec["latency"]
         assert lat["teacher_single_s"] > 0 and lat["student_single_s"] > 0 and lat["student_batch_s_per_obs"] > 0
         assert lat["teacher_forward_s"] > 0
+        usage = rec["usage"]  # which leaf acts on the controller's own states
+        assert set(usage["shares"]) == {f"leaf {i + 1}" for i in range(size["leaves"])}
+        assert sum(usage["shares"].values()) == pytest.approx(1.0) and usage["states"] == 32
+        assert usage["idle"] == sum(v < 0.02 for v in usage["shares"].values())
         if HAS_CC:  # the compiled C controller was timed (CI installs gcc): a number, never None
             assert isinstance(lat["student_c_native_s"], float) and 0 < lat["student_c_native_s"] < 1e-3
             assert lat["speedup_c_native"] == pytest.approx(lat["teacher_single_s"] / lat["student_c_native_s"])
