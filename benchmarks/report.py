@@ -67,9 +67,21 @@ class Group:
                  if r["student"].get("returns") and r["teacher"].get("return_mean")]
         return min(worst) if worst else float("nan")
 
+    @property
+    def below_half(self) -> float:
+        """Share (%) of all episodes over all seeds whose return is below half its cell's teacher mean."""
+        flags = [ret < 0.5 * r["teacher"]["return_mean"] for r in self.records
+                 if r["teacher"].get("return_mean") for ret in r["student"].get("returns") or []]
+        return 100.0 * float(np.mean(flags)) if flags else float("nan")
+
     def median_record(self) -> dict[str, Any]:
         runs = sorted(self.records, key=lambda r: _num(r["percent_of_teacher"]))
         return runs[(len(runs) - 1) // 2]
+
+
+def _first(*values: float) -> float:
+    """The first value that is a number (not NaN), else NaN."""
+    return next((v for v in values if v == v), float("nan"))
 
 
 def _num(v: Any) -> float:
@@ -457,12 +469,13 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
         rows = []
         for g in groups:
             rows.append([
-                g.method, str(g.size), _f(g.mean("size", "leaves"), ".0f"),
+                g.method, str(g.size), _f(_first(g.mean("size", "leaves"), g.mean("size", "experts")), ".0f"),
                 _f(g.mean("size", "depth"), ".0f"),
                 _f(g.mean("size", "nonzero_terms"), ".0f"), _f(g.mean("size", "parameters"), ".0f"),
                 _f(g.mean("size", "export_bytes", "c"), ".0f"),
                 _f(g.mean("student", "return_mean"), ".0f"), _est(g.estimate),
                 "[" + ", ".join(f"{p:.0f}" for p in g.percents) + "]", _f(g.worst_percent, ".0f"),
+                f"{_f(g.below_half, '.0f')} ({sum(len(r['student'].get('returns') or []) for r in g.records)})",
                 f"{_f(g.mean('fidelity', 'teacher_states', 'r2'), '.2f')} / "
                 f"{_f(g.mean('fidelity', 'student_states', 'r2'), '.2f')}",
                 f"{_t(g.mean('latency', 'student_single_s'))} / "
@@ -472,8 +485,9 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
                 f"{_t(g.mean('latency', 'teacher_batch_s_per_obs'))}",
                 _f(g.mean("distill_seconds"), ".0f"),
             ])
-        doc.table(["method", "size", "leaves", "depth", "non-zero terms", "parameters", "C bytes", "return",
-                   "% of teacher IQM [95% CI]", "per seed", "worst episode %", "fidelity R² teacher / own states",
+        doc.table(["method", "size", "leaves / experts", "depth", "non-zero terms", "parameters", "C bytes",
+                   "return", "% of teacher IQM [95% CI]", "per seed", "worst episode %",
+                   "% of episodes below half the teacher (episodes)", "fidelity R² teacher / own states",
                    "latency Python / C", "teacher latency", "batch latency / teacher", "distil s"], rows)
         for method, g in chosen(groups).items():
             rec = g.median_record()
