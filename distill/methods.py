@@ -267,8 +267,7 @@ register_method(Method(
     options=(
         Option("max_terms", ("dagger__student__max_terms",), "Features per action (none: all)."),
         Option("alpha", ("dagger__student__alpha",), "Ridge penalty on standardised features.", float),
-        *_dagger_options(("dagger__seed", "rl__seed")),
-        *_rl_options(),
+        *_dagger_options(("dagger__seed", "rl__seed")), *_rl_options(),
     ),
     picture_note="edge width: typical size of the term in visited states",
 ))
@@ -280,8 +279,8 @@ register_method(Method(
     make=lambda: Distillation(dagger=DAgger(MixturePolicy()), rl=CriticTuner()),
     options=(
         Option("experts", ("dagger__student__n_experts",), "Number of linear experts."),
-        Option("router", ("dagger__student__router",), "'linear' (the highest score acts) or 'tree' (a decision "
-               "tree distilled from the linear router).", str),
+        Option("router", ("dagger__student__router",), "'linear' (the highest score acts), 'tree' (one decision "
+               "tree distilled from it) or 'trees' (one score tree per expert).", str),
         Option("router_depth", ("dagger__student__router_depth",), "Depth limit of the routing tree."),
         Option("max_terms", ("dagger__student__max_terms",), "Features per action in each expert (none: all)."),
         Option("load_balance", ("dagger__student__load_balance",), "Weight of the load-balancing loss (0: off).",
@@ -289,8 +288,7 @@ register_method(Method(
         Option("gate_noise", ("dagger__student__gate_noise",), "Noise on the router's scores while training.",
                float),
         Option("train_steps", ("dagger__student__n_steps",), "Gradient steps of the end-to-end training."),
-        *_dagger_options(("dagger__seed", "rl__seed")),
-        *_rl_options(),
+        *_dagger_options(("dagger__seed", "rl__seed")), *_rl_options(),
     ),
     picture_note="shading: share of visited states per expert",
 ))
