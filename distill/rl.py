@@ -126,8 +126,11 @@ class CriticTuner(BaseEstimator):
         Critic gradient steps per environment transition.
     policy_delay : int, default=2
         Critic steps per actor step.
-    gamma, tau : float, default=0.99, 0.005
-        Discount and target-network averaging.
+    gamma : float, default=None
+        Discount; ``None``: the teacher's own (``model.gamma``, what its critic was trained with),
+        else 0.99.
+    tau : float, default=0.005
+        Target-network averaging.
     n_envs : int, default=4
         Environments stepped together.
     eval_every : int, default=10_000
@@ -155,6 +158,8 @@ class CriticTuner(BaseEstimator):
         ``score``).
     critic_source_ : str
         ``'teacher'`` or ``'new'``.
+    gamma_ : float
+        The discount used.
     critic_ : torch.nn.Module
         The critic after fine-tuning (a copy: the teacher's own networks are never trained).
     """
@@ -172,7 +177,7 @@ class CriticTuner(BaseEstimator):
         batch_size: int = 256,
         updates_per_step: float = 0.5,
         policy_delay: int = 2,
-        gamma: float = 0.99,
+        gamma: float | None = None,
         tau: float = 0.005,
         n_envs: int = 4,
         eval_every: int = 10_000,
@@ -217,7 +222,8 @@ class CriticTuner(BaseEstimator):
         check_int(self.batch_size, "batch_size", owner)
         check_float(self.updates_per_step, "updates_per_step", owner, low_open=True, high=16.0)
         check_int(self.policy_delay, "policy_delay", owner)
-        check_float(self.gamma, "gamma", owner, high=1.0)
+        if self.gamma is not None:
+            check_float(self.gamma, "gamma", owner, high=1.0)
         check_float(self.tau, "tau", owner, low_open=True, high=1.0)
         check_int(self.n_envs, "n_envs", owner)
         check_int(self.eval_every, "eval_every", owner)
@@ -317,6 +323,9 @@ class CriticTuner(BaseEstimator):
             return [out.mean(dim=tuple(range(1, out.dim()))).unsqueeze(1)]  # TQC: mean of quantiles
 
         buf = _Buffer(min(self.buffer_size, self.n_steps), obs_dim, act_dim)
+        own_gamma = getattr(getattr(teacher, "model", None), "gamma", None)
+        gamma = float(self.gamma if self.gamma is not None else own_gamma if own_gamma is not None else 0.99)
+        self.gamma_ = gamma
         gen = torch.Generator().manual_seed(self.seed)
         envs = [env_fn(self.seed + RL_SEED_OFFSET + i) for i in range(self.n_envs)]
         next_seed = self.seed + RL_SEED_OFFSET
@@ -343,7 +352,7 @@ class CriticTuner(BaseEstimator):
                 a2 = torch.minimum(torch.maximum(a2 + smooth * half_t, torch.as_tensor(t_low)),
                                    torch.as_tensor(t_high))
                 q2 = torch.min(torch.cat(qs(q_target, q_in(o2), scaled(a2)), dim=1), dim=1, keepdim=True).values
-                target = r + self.gamma * (1.0 - d) * q2
+                target = r + gamma * (1.0 - d) * q2
             q_pred = qs(q_net, q_in(o), scaled(torch.as_tensor(buf.act[idx])))
             q_loss = sum(torch.nn.functional.mse_loss(q, target) for q in q_pred)
             q_opt.zero_grad()

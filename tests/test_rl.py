@@ -48,7 +48,7 @@ def test_fine_tuning_from_the_teachers_critic_runs_end_to_end(pendulum_sac: Path
                else _student(teacher, MixturePolicy, n_experts=2, max_terms=2, n_steps=200))
     before = [p.detach().clone() for p in teacher.model.critic.parameters()]
     tuner = CriticTuner(**SMALL).fit(student, teacher, teacher.env_fn)
-    assert tuner.critic_source_ == "teacher"
+    assert tuner.critic_source_ == "teacher" and tuner.gamma_ == teacher.model.gamma  # the critic's own discount
     # The teacher is not touched: its critic was copied, not trained in place.
     assert all(np.array_equal(a.numpy(), b.detach().numpy())
                for a, b in zip(before, teacher.model.critic.parameters(), strict=True))
