@@ -166,7 +166,11 @@ def test_pareto_front_keeps_only_undominated_points() -> None:
 
 # ----------------------------------------------------------------------------- suites
 def test_shipped_suites_load_and_expand_to_cells() -> None:
-    assert {"quick", "mujoco", "demo"} <= set(builtin_suites())
+    assert {"quick", "mujoco", "demo", "smose"} <= set(builtin_suites())
+    help_text = " ".join(runner.invoke(app, ["bench", "--help"], terminal_width=200).output.split())
+    assert all(name in help_text for name in builtin_suites())  # --help names every shipped suite
+    smose = load_suite("smose")
+    assert len({t.name for t in smose.teachers}) == 10 and smose.episodes == 20
     mujoco = load_suite("mujoco")
     assert {t.name for t in mujoco.teachers} == {"HalfCheetah-SAC", "Hopper-PPO", "Walker2d-SAC", "Swimmer-SAC",
                                                   "Ant-TRPO"}
