@@ -1,0 +1,92 @@
+"""What fine-tuning on the return does to one distilled controller, before and after, on 20 episodes.
+
+Usage::
+
+    python -m benchmarks.finetune_probe TEACHER --method moe --size 8 --rl-steps 100000 [--seed 0]
+        [--iterations 8] [--episodes 20] [--out benchmarks/results/finetune]
+
+Distils ``TEACHER`` with the registered method (DAgger, the method's defaults), evaluates the
+controller on ``--episodes`` episodes (seeds 1000, 1001, ...: apart from the selection seeds),
+fine-tunes it with :class:`distill.CriticTuner` (``--rl-steps`` transitions), and evaluates it
+again on the same episodes. Prints and writes (atomically, JSON) the mean and the worst episode
+as % of the teacher's mean on those episodes, the share of episodes below half of it, the sizes,
+the held-out history of both stages and the seconds each took. The benchmark suites
+(``benchmarks/suites/smose.toml``) run the same thing over many teachers and seeds; this is the
+quick look at one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from distill.methods import get_method
+from envs.teachers import load_teacher
+from interp_rl.io import atomic_write_text, json_safe
+from interp_rl.rollouts import evaluate
+
+EVAL_SEED = 1000
+
+
+def _judge(policy: Any, teacher_mean: float, env_fn: Any, episodes: int) -> dict[str, Any]:
+    r = np.asarray(evaluate(policy, env_fn, episodes, seed=EVAL_SEED).returns)
+    return {"percent": 100 * float(r.mean()) / teacher_mean, "worst_percent": 100 * float(r.min()) / teacher_mean,
+            "below_half": int((r < teacher_mean / 2).sum()), "returns": r.tolist()}
+
+
+def probe(teacher_path: str, method: str, size: int, rl_steps: int, seed: int, iterations: int,
+          episodes: int) -> dict[str, Any]:
+    """Distil, judge, fine-tune, judge again; the figures as a dict."""
+    teacher = load_teacher(teacher_path)
+    m = get_method(method)
+    settings = m.resolve({m.size: size, "seed": seed, "iterations": iterations})
+    est = m.build(settings)
+    t0 = time.perf_counter()
+    est.set_params(rl=None).fit(teacher)
+    distil_s = time.perf_counter() - t0
+    teacher_mean = float(np.mean(evaluate(teacher, teacher.env_fn, episodes, seed=EVAL_SEED).returns))
+    student = est.student_
+    out: dict[str, Any] = {
+        "teacher": teacher_path, "task": teacher.task, "method": method, "size": size, "seed": seed,
+        "iterations": iterations, "episodes": episodes, "teacher_return": teacher_mean,
+        "controller_size": student._fitted_program().size(), "distil_seconds": distil_s,
+        "dagger_history": est.dagger_.history_, "distilled": _judge(student, teacher_mean, teacher.env_fn, episodes),
+    }
+    if rl_steps:
+        tuner = m.build({**settings, "rl_steps": rl_steps}).rl
+        t0 = time.perf_counter()
+        tuner.fit(student, teacher, teacher.env_fn)
+        out.update(rl_steps=rl_steps, rl_seconds=time.perf_counter() - t0, rl_history=tuner.history_,
+                   fine_tuned=_judge(tuner.student_, teacher_mean, teacher.env_fn, episodes))
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("teacher")
+    ap.add_argument("--method", default="moe")
+    ap.add_argument("--size", type=int, default=8)
+    ap.add_argument("--rl-steps", type=int, default=100_000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--iterations", type=int, default=8)
+    ap.add_argument("--episodes", type=int, default=20)
+    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/finetune"))
+    args = ap.parse_args(argv)
+    res = probe(args.teacher, args.method, args.size, args.rl_steps, args.seed, args.iterations, args.episodes)
+    name = f"{Path(args.teacher).stem}-{Path(args.teacher).parent.parent.name}-{args.method}{args.size}-seed{args.seed}"
+    path = atomic_write_text(args.out / f"{name}.json", json.dumps(json_safe(res), indent=1) + "\n")
+    for stage in ("distilled", "fine_tuned"):
+        if stage in res:
+            j = res[stage]
+            print(f"{stage}: {j['percent']:.1f}% of the teacher, worst episode {j['worst_percent']:.1f}%, "
+                  f"{j['below_half']} of {args.episodes} episodes below half")
+    print(f"size {res['controller_size']}; wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
