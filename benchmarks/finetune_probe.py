@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m benchmarks.finetune_probe TEACHER --method moe --size 8 --rl-steps 100000 [--seed 0]
+    python -m benchmarks.finetune_probe TEACHER [--env TASK] --method moe --size 8 --rl-steps 100000 [--seed 0]
         [--iterations 8] [--episodes 20] [--out benchmarks/results/finetune]
 
 Distils ``TEACHER`` with the registered method (DAgger, the method's defaults), evaluates the
@@ -40,9 +40,9 @@ def _judge(policy: Any, teacher_mean: float, env_fn: Any, episodes: int) -> dict
 
 
 def probe(teacher_path: str, method: str, size: int, rl_steps: int, seed: int, iterations: int,
-          episodes: int) -> dict[str, Any]:
+          episodes: int, env: str | None = None) -> dict[str, Any]:
     """Distil, judge, fine-tune, judge again; the figures as a dict."""
-    teacher = load_teacher(teacher_path)
+    teacher = load_teacher(teacher_path, env=env)
     m = get_method(method)
     settings = m.resolve({m.size: size, "seed": seed, "iterations": iterations})
     est = m.build(settings)
@@ -69,6 +69,7 @@ def probe(teacher_path: str, method: str, size: int, rl_steps: int, seed: int, i
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("teacher")
+    ap.add_argument("--env", default=None, help="The task, when the zip's name does not say it.")
     ap.add_argument("--method", default="moe")
     ap.add_argument("--size", type=int, default=8)
     ap.add_argument("--rl-steps", type=int, default=100_000)
@@ -77,7 +78,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--episodes", type=int, default=20)
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/finetune"))
     args = ap.parse_args(argv)
-    res = probe(args.teacher, args.method, args.size, args.rl_steps, args.seed, args.iterations, args.episodes)
+    res = probe(args.teacher, args.method, args.size, args.rl_steps, args.seed, args.iterations, args.episodes,
+                args.env)
     name = f"{Path(args.teacher).stem}-{Path(args.teacher).parent.parent.name}-{args.method}{args.size}-seed{args.seed}"
     path = atomic_write_text(args.out / f"{name}.json", json.dumps(json_safe(res), indent=1) + "\n")
     for stage in ("distilled", "fine_tuned"):

@@ -124,3 +124,17 @@ def test_distill_with_rl_fine_tuning_from_the_cli(pendulum_sac: Path, shared_tea
     assert run.stderr.strip() == (
         "Error: The '--rl-critic' option of interp-rl distill linear must be 'auto' or 'new' for a teacher "
         "without Q-networks (the PPO teacher has none; SAC, TD3 and TQC have them). Got 'teacher' instead.")
+
+
+def test_finetune_probe_writes_before_and_after(pendulum_sac: Path, tmp_path: Path, capsys) -> None:
+    from benchmarks.finetune_probe import main
+
+    main([str(pendulum_sac), "--env", "Pendulum-v1", "--method", "linear", "--size", "2", "--rl-steps", "400", "--iterations", "0",
+          "--episodes", "2", "--out", str(tmp_path)])
+    printed = capsys.readouterr().out
+    assert printed.startswith("distilled: ") and "\nfine_tuned: " in printed
+    (path,) = tmp_path.glob("*.json")
+    res = json.loads(path.read_text())
+    assert res["method"] == "linear" and res["rl_steps"] == 400 and len(res["fine_tuned"]["returns"]) == 2
+    assert res["distilled"]["percent"] == pytest.approx(100 * np.mean(res["distilled"]["returns"])
+                                                        / res["teacher_return"])
