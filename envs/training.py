@@ -98,6 +98,19 @@ def _build_model(cfg: TrainConfig, hp: dict[str, Any], venv: Any) -> Any:
     cls = algorithm_class(cfg.algo)
     kwargs = {k: v for k, v in hp.items() if k not in _SETTINGS}
     kwargs["policy_kwargs"] = _policy_kwargs(kwargs.get("policy_kwargs"))
+    if hp.get("policy") == "moe":  # SMOSE: a mixture of linear experts as the actor
+        from envs.moe_policy import MIXTURE_ALGOS, MixturePPOPolicy
+
+        if cfg.algo.lower() not in MIXTURE_ALGOS:
+            raise InvalidParameterError(
+                f"The 'policy' setting of train must be an SB3 policy name for {cfg.algo.upper()}; 'moe' needs "
+                f"{', '.join(MIXTURE_ALGOS)}, whose deterministic action is the clipped Gaussian mean (SAC, TD3 "
+                "and TQC squash or add noise in ways no transparent program reproduces). Got 'moe' instead."
+            )
+        arch = kwargs["policy_kwargs"].get("net_arch")
+        vf = arch.get("vf", [64, 64]) if isinstance(arch, dict) else list(arch or [64, 64])
+        kwargs["policy_kwargs"] = {**kwargs["policy_kwargs"], "net_arch": {"pi": [], "vf": vf}}
+        return cls(MixturePPOPolicy, venv, seed=cfg.seed, device="cpu", verbose=0, **kwargs)
     if hp.get("noise_type") == "normal":
         from stable_baselines3.common.noise import NormalActionNoise
 
@@ -334,6 +347,9 @@ def train_teacher(
     if not (resume and state_file.exists()):
         try:  # bad hyperparameters fail here, before anything is written to --out
             fresh = _build_model(cfg, run.hp, venv)
+        except InvalidParameterError:
+            venv.close()
+            raise
         except (TypeError, ValueError, AssertionError) as exc:
             venv.close()
             given = ", ".join(f"{k}={v!r}" for k, v in cfg.hyperparams.items()) or "the shipped defaults"
@@ -375,5 +391,23 @@ def train_teacher(
     finally:
         venv.close()
     meta = run.finish(model)
+    if run.hp.get("policy") == "moe":
+        _write_mixture_controller(run.out)
+        meta["controller"] = "controller.json"
+        atomic_write_text(run.out / TEACHER_FILE, json.dumps(meta, indent=2) + "\n")
     shutil.rmtree(run.ckpt, ignore_errors=True)
     return meta
+
+
+def _write_mixture_controller(out: Path) -> None:
+    """The kept mixture actor as ``controller.json``: the transparent controller RL trained directly."""
+    from envs.moe_policy import mixture_from_model
+    from envs.registry import task_signals
+    from envs.teachers import load_teacher
+    from interp_rl.program import Controller
+
+    teacher = load_teacher(out)
+    features, actions = task_signals(teacher.task, teacher.variant)
+    program = mixture_from_model(teacher.model, teacher.normalizer)
+    Controller(program, features=features, actions=actions, task=teacher.task,
+               metadata={"method": "moe-rl", "algo": teacher.algo, "source": str(out)}).save(out / "controller.json")

@@ -174,6 +174,10 @@ def train(
         help="Deterministic evaluation episodes at every checkpoint (0: none).")] = 5,
     keep: Annotated[str, typer.Option(help="Save the 'best' evaluated policy or the 'last' one.")] = "best",
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    policy: Annotated[str | None, typer.Option(
+        help="'moe': the actor is a mixture of linear experts (SMOSE; ppo, a2c, trpo), written out as "
+             "controller.json too [default: the per-task policy].")] = None,
+    experts: Annotated[int | None, typer.Option(help="Experts of --policy moe [default: 8].")] = None,
 ) -> None:
     """Train a teacher with the per-task hyperparameters; checkpoints allow --resume."""
     import yaml
@@ -187,6 +191,15 @@ def train(
             raise InvalidParameterError(f"--hp expects KEY=VALUE. Got {item!r} instead.")
         key, value = item.split("=", 1)
         overrides[key] = yaml.safe_load(value)
+    if policy is not None:
+        overrides["policy"] = policy
+    if experts is not None:
+        if overrides.get("policy") != "moe":
+            raise InvalidParameterError("--experts sets the experts of --policy moe; add --policy moe.")
+        from interp_rl._validation import check_int
+
+        check_int(experts, "--experts", "interp-rl train", high=64)
+        overrides["policy_kwargs"] = {**(overrides.get("policy_kwargs") or {}), "n_experts": experts}
     cfg = TrainConfig(algo=algo.lower(), task=env, steps=steps, out=str(out_dir), seed=seed,
                       checkpoint_every=checkpoint_every, hyperparams=overrides,
                       eval_episodes=eval_episodes, keep=keep)
@@ -201,6 +214,9 @@ def train(
     out.print(f"Saved the {meta['kept']} policy (step {meta['model_step']}"
               + (f", evaluation return {score:.1f}" if score is not None else "")
               + f") to {out_dir}.")
+    if meta.get("controller"):
+        out.print(f"The mixture actor is a transparent controller too: {out_dir / meta['controller']} "
+                  f"(interp-rl viz {out_dir} --text).")
 
 
 def _fmt(value: float | None) -> str:

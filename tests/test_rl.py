@@ -138,3 +138,31 @@ def test_finetune_probe_writes_before_and_after(pendulum_sac: Path, tmp_path: Pa
     assert res["method"] == "linear" and res["rl_steps"] == 400 and len(res["fine_tuned"]["returns"]) == 2
     assert res["distilled"]["percent"] == pytest.approx(100 * np.mean(res["distilled"]["returns"])
                                                         / res["teacher_return"])
+
+
+def test_train_ppo_with_a_mixture_actor_writes_the_controller_it_trained(tmp_path: Path) -> None:
+    """SMOSE from scratch: the trained SB3 actor and the written controller act alike on raw observations."""
+    out = tmp_path / "moe"
+    run = subprocess.run([*CLI, "train", "--algo", "ppo", "--env", "Pendulum-v1", "--steps", "1024", "--policy", "moe",
+                          "--experts", "3", "--hp", "n_steps=512", "--hp", "batch_size=64", "--eval-episodes", "1",
+                          "--no-progress", "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert "The mixture actor is a transparent controller too" in run.stdout
+    teacher, ctrl = load_teacher(out), load_controller(out / "controller.json")
+    assert ctrl.kind == "mixture" and ctrl.program.n_experts == 3 and ctrl.feature_names[0] == "cos_theta"
+    assert teacher.normalizer is not None  # the zoo's PPO settings normalise; the controller folds that in
+    X = np.stack([teacher.env_fn(i).reset(seed=i)[0] for i in range(50)])
+    np.testing.assert_allclose(ctrl.predict(X), teacher.predict(X), atol=1e-5)
+    assert json.loads((out / "teacher.json").read_text())["controller"] == "controller.json"
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["--algo", "sac", "--policy", "moe"], "Error: The 'policy' setting of train must be an SB3 policy name for SAC; "
+                                           "'moe' needs ppo, a2c, trpo,"),
+    (["--algo", "ppo", "--experts", "4"], "Error: --experts sets the experts of --policy moe; add --policy moe."),
+])
+def test_train_policy_moe_bad_input_is_one_line(tmp_path: Path, args: list[str], line: str) -> None:
+    run = subprocess.run([*CLI, "train", *args, "--env", "Pendulum-v1", "--steps", "100", "--out", str(tmp_path / "x")],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1 and run.stderr.strip().startswith(line) and len(run.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x").exists()
