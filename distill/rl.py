@@ -83,23 +83,55 @@ class _Buffer:
         return rng.integers(0, self.n, size=batch)
 
 
+def _mlp(n_in: int, zero_last: bool = False) -> Any:
+    import torch
+
+    last = torch.nn.Linear(256, 1)
+    if zero_last:
+        torch.nn.init.zeros_(last.weight)
+        torch.nn.init.zeros_(last.bias)
+    return torch.nn.Sequential(torch.nn.Linear(n_in, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
+                               torch.nn.ReLU(), last)
+
+
 def _fresh_critic(obs_dim: int, act_dim: int) -> Any:
-    """Twin Q-networks (two 256-256 MLPs) for a teacher that has none."""
+    """Twin Q-networks (two 256-256 MLPs) for a teacher that has no value function at all."""
     import torch
 
     class Twin(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.qs = torch.nn.ModuleList([
-                torch.nn.Sequential(torch.nn.Linear(obs_dim + act_dim, 256), torch.nn.ReLU(),
-                                    torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
-                for _ in range(2)])
+            self.qs = torch.nn.ModuleList([_mlp(obs_dim + act_dim) for _ in range(2)])
 
         def forward(self, obs: Any, act: Any) -> tuple[Any, ...]:
             x = torch.cat([obs, act], dim=1)
             return tuple(q(x) for q in self.qs)
 
     return Twin()
+
+
+def _value_critic(policy: Any, reward_scale: float, obs_dim: int, act_dim: int) -> Any:
+    """Twin ``Q_i(s, a) = scale * V_teacher(s) + A_i(s, a)`` with the advantages starting at zero.
+
+    An on-policy teacher (PPO, TRPO, A2C) knows how good a state is, not an action: its value
+    network (a copy, in raw reward units) starts the critic, and two advantage networks whose last
+    layer starts at zero learn how the action changes it.
+    """
+    import torch
+
+    class ValueTwin(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.policy = copy.deepcopy(policy)
+            self.scale = float(reward_scale)
+            self.adv = torch.nn.ModuleList([_mlp(obs_dim + act_dim, zero_last=True) for _ in range(2)])
+
+        def forward(self, obs: Any, act: Any) -> tuple[Any, ...]:
+            v = self.policy.predict_values(obs) * self.scale
+            x = torch.cat([obs, act], dim=1)
+            return tuple(v + a(x) for a in self.adv)
+
+    return ValueTwin()
 
 
 class CriticTuner(BaseEstimator):
@@ -110,8 +142,10 @@ class CriticTuner(BaseEstimator):
     n_steps : int, default=0
         Environment transitions (0: no fine-tuning; the controller is kept as it is).
     critic : {'auto', 'teacher', 'new'}, default='auto'
-        Start the critic from the teacher's Q-networks (``'teacher'``: an error for a teacher
-        without one; ``'auto'``: the teacher's when it has them, else new).
+        Start the critic from the teacher's: its Q-networks (SAC, TD3, TQC), or for an on-policy
+        teacher (PPO, TRPO, A2C) its value network plus advantage networks that start at zero.
+        ``'teacher'`` is an error for a teacher with neither; ``'auto'`` uses the teacher's when
+        it has one, else new networks.
     critic_warmup : int, default=10_000
         Transitions during which only the critic learns.
     exploration_noise : float, default=0.2
@@ -157,7 +191,7 @@ class CriticTuner(BaseEstimator):
         Held-out mean return before fine-tuning and of the kept controller (the one with the best
         ``score``).
     critic_source_ : str
-        ``'teacher'`` or ``'new'``.
+        ``'teacher'`` (its Q-networks), ``'teacher-value'`` (its value network) or ``'new'``.
     gamma_ : float
         The discount used.
     critic_ : torch.nn.Module
@@ -233,12 +267,16 @@ class CriticTuner(BaseEstimator):
         check_int(self.seed, "seed", owner, low=0)
 
     def _critic_source(self, teacher: Teacher) -> str:
-        has_q = bool(teacher.has_q) and hasattr(getattr(teacher, "model", None), "critic")
-        if self.critic == "teacher" and not has_q:
-            algo = str(getattr(teacher, "algo", "")).upper() or "given"
-            raise bad_value("critic", "CriticTuner", "'auto' or 'new' for a teacher without Q-networks (the "
-                            f"{algo} teacher has none; SAC, TD3 and TQC have them)", self.critic)
-        return "teacher" if has_q and self.critic != "new" else "new"
+        model = getattr(teacher, "model", None)
+        has_q = bool(teacher.has_q) and hasattr(model, "critic")
+        has_v = bool(teacher.has_value) and hasattr(getattr(model, "policy", None), "predict_values")
+        if self.critic == "teacher" and not (has_q or has_v):
+            raise bad_value("critic", "CriticTuner", "'auto' or 'new' for a teacher without a critic (this one has "
+                            "neither Q-networks, as SAC, TD3 and TQC, nor a value network, as PPO and TRPO)",
+                            self.critic)
+        if self.critic == "new" or not (has_q or has_v):
+            return "new"
+        return "teacher" if has_q else "teacher-value"
 
     # ------------------------------------------------------------------ fitting
     def fit(self, student: Any, teacher: Teacher, env_fn: EnvFn | None = None, *,
@@ -301,6 +339,11 @@ class CriticTuner(BaseEstimator):
             model = teacher.model  # type: ignore[attr-defined]
             q_net = copy.deepcopy(model.critic)
             q_target = copy.deepcopy(getattr(model, "critic_target", model.critic))
+        elif self.critic_source_ == "teacher-value":
+            model = teacher.model  # type: ignore[attr-defined]
+            scale = float(getattr(normalize, "reward_scale", 1.0)) if normalize is not None else 1.0
+            q_net = _value_critic(model.policy, scale, obs_dim, act_dim)
+            q_target = copy.deepcopy(q_net)
         else:
             q_net = _fresh_critic(obs_dim, act_dim)
             q_target = copy.deepcopy(q_net)

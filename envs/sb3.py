@@ -182,12 +182,17 @@ def load_sb3_model(path: str | Path, algo: str | None = None) -> tuple[Any, str]
 
 @dataclass(frozen=True)
 class ObsNormalizer:
-    """VecNormalize statistics: ``clip((obs - mean) / sqrt(var + eps), -clip, clip)``."""
+    """VecNormalize statistics: ``clip((obs - mean) / sqrt(var + eps), -clip, clip)``.
+
+    ``reward_scale`` is what rewards were divided by during training (``sqrt(ret_var + eps)`` when
+    VecNormalize normalised rewards, else 1): the teacher's value network speaks in those units.
+    """
 
     mean: np.ndarray
     var: np.ndarray
     clip: float = 10.0
     epsilon: float = 1e-8
+    reward_scale: float = 1.0
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         out = (obs - self.mean) / np.sqrt(self.var + self.epsilon)
@@ -199,8 +204,8 @@ class ObsNormalizer:
 
         def _w(tmp: str) -> None:
             with open(tmp, "wb") as fh:
-                np.savez(fh, mean=self.mean, var=self.var,
-                         clip=np.float64(self.clip), epsilon=np.float64(self.epsilon))
+                np.savez(fh, mean=self.mean, var=self.var, clip=np.float64(self.clip),
+                         epsilon=np.float64(self.epsilon), reward_scale=np.float64(self.reward_scale))
 
         atomic_write(path, _w)
 
@@ -209,8 +214,9 @@ class ObsNormalizer:
         """Read statistics written by :meth:`save`."""
         try:
             with np.load(path, allow_pickle=False) as z:
+                scale = float(z["reward_scale"]) if "reward_scale" in z.files else 1.0
                 return cls(np.array(z["mean"]), np.array(z["var"]),
-                           float(z["clip"]), float(z["epsilon"]))
+                           float(z["clip"]), float(z["epsilon"]), scale)
         except (OSError, KeyError, ValueError) as exc:
             raise TeacherLoadError(
                 f"Normalisation file {str(path)!r} is unreadable ({exc}); "
@@ -281,13 +287,16 @@ def read_vecnormalize(path: str | Path) -> ObsNormalizer:
         clip = float(getattr(obj, "clip_obs", 10.0))
         eps = float(getattr(obj, "epsilon", 1e-8))
         norm_obs = bool(getattr(obj, "norm_obs", True))
+        ret = getattr(obj, "ret_rms", None)
+        reward_scale = (float(np.sqrt(float(np.asarray(ret.var)) + eps))
+                        if bool(getattr(obj, "norm_reward", False)) and ret is not None else 1.0)
     except Exception as exc:  # noqa: BLE001 - any failure means a corrupt or foreign file
         raise TeacherLoadError(
             f"{str(path)!r} is not a readable VecNormalize file ({type(exc).__name__}: {exc})."
         ) from None
     if not norm_obs:
-        return ObsNormalizer(np.zeros_like(mean), np.ones_like(var) - eps, np.inf, eps)
-    return ObsNormalizer(mean, var, clip, eps)
+        return ObsNormalizer(np.zeros_like(mean), np.ones_like(var) - eps, np.inf, eps, reward_scale)
+    return ObsNormalizer(mean, var, clip, eps, reward_scale)
 
 
 @contextlib.contextmanager

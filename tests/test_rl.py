@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import teacher_zip
 
 import envs
 from distill import CriticTuner, DAgger, LinearPolicy, MixturePolicy
@@ -79,17 +78,50 @@ def test_the_critic_starts_as_the_teachers_and_fine_tuning_is_reproducible(pendu
     assert [h["return_mean"] for h in a.history_] == [h["return_mean"] for h in b.history_]
 
 
-def test_a_teacher_without_q_networks_gets_a_new_critic_or_a_one_line_error(teachers) -> None:
+@pytest.fixture(scope="module")
+def pendulum_ars(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An untrained sb3-contrib ARS agent: a teacher with neither Q-networks nor a value network."""
+    from sb3_contrib import ARS
+
+    env = envs.make_env("Pendulum-v1", 0)
+    path = tmp_path_factory.mktemp("ars") / "ars.zip"
+    ARS("LinearPolicy", env, seed=0, device="cpu").save(str(path))
+    env.close()
+    return path
+
+
+def test_an_on_policy_teacher_starts_the_critic_from_its_value_network(teachers) -> None:
+    """Q(s, a) = scale * V(s) + A(s, a), the advantages starting at zero: at first Q is the teacher's V, in raw units."""
+    import torch
+
     ppo = teachers["ppo_hopper"]
     student = _student(ppo, max_terms=2)
+    frozen = CriticTuner(**{**SMALL, "n_steps": 100, "eval_every": 100, "eval_episodes": 1, "critic_lr": 1e-30,
+                            "actor_lr": 1e-30}).fit(student, ppo, ppo.env_fn)
+    assert frozen.critic_source_ == "teacher-value" and frozen.gamma_ == ppo.model.gamma
+    obs = np.stack([ppo.env_fn(i).reset(seed=i)[0] for i in range(5)])
+    with torch.no_grad():
+        q1, q2 = frozen.critic_(torch.as_tensor(ppo.normalizer(obs), dtype=torch.float32),
+                                torch.as_tensor(np.random.default_rng(0).uniform(-1, 1, (5, 3)), dtype=torch.float32))
+    v_raw = ppo.value(obs) * ppo.normalizer.reward_scale  # the zoo normalised rewards: V speaks in those units
+    np.testing.assert_allclose(q1.numpy()[:, 0], v_raw, rtol=1e-4)
+    np.testing.assert_allclose(q2.numpy()[:, 0], v_raw, rtol=1e-4)
+    assert 300 < v_raw.mean() < 5000  # a standing Hopper is worth hundreds to thousands of reward
+
+
+def test_a_teacher_without_a_critic_gets_a_new_one_or_a_one_line_error(pendulum_ars: Path) -> None:
+    ars = load_teacher(pendulum_ars, env="Pendulum-v1")
+    student = _student(ars, max_terms=2)
     with pytest.raises(InvalidParameterError) as exc:
-        CriticTuner(critic="teacher", n_steps=100).fit(student, ppo, ppo.env_fn)
-    assert str(exc.value) == (
-        "The 'critic' parameter of CriticTuner must be 'auto' or 'new' for a teacher without Q-networks (the PPO "
-        "teacher has none; SAC, TD3 and TQC have them). Got 'teacher' instead.")
+        CriticTuner(critic="teacher", n_steps=100).fit(student, ars, ars.env_fn)
+    assert str(exc.value) == NO_CRITIC.format(name="'critic' parameter of CriticTuner")
     tuner = CriticTuner(**{**SMALL, "n_steps": 200, "eval_every": 200, "eval_episodes": 1}).fit(
-        student, ppo, ppo.env_fn)
+        student, ars, ars.env_fn)
     assert tuner.critic_source_ == "new" and len(tuner.history_) == 2
+
+
+NO_CRITIC = ("The {name} must be 'auto' or 'new' for a teacher without a critic (this one has neither Q-networks, "
+             "as SAC, TD3 and TQC, nor a value network, as PPO and TRPO). Got 'teacher' instead.")
 
 
 @pytest.mark.parametrize(("params", "message"), [
@@ -105,7 +137,7 @@ def test_bad_settings_are_one_line(pendulum_sac: Path, params: dict, message: st
     assert str(exc.value) == message
 
 
-def test_distill_with_rl_fine_tuning_from_the_cli(pendulum_sac: Path, shared_teachers: Path, tmp_path: Path) -> None:
+def test_distill_with_rl_fine_tuning_from_the_cli(pendulum_sac: Path, pendulum_ars: Path, tmp_path: Path) -> None:
     out = tmp_path / "lin"
     tiny = ["--iterations", "0", "--steps", "400", "--select-episodes", "1", "--eval-episodes", "2"]
     run = subprocess.run([*CLI, "distill", "linear", "--teacher", str(pendulum_sac), "--env", "Pendulum-v1",
@@ -117,13 +149,11 @@ def test_distill_with_rl_fine_tuning_from_the_cli(pendulum_sac: Path, shared_tea
     kept = max(metrics["rl"]["history"], key=lambda h: h["score"])
     assert metrics["rl"]["best_return"] == kept["return_mean"]
     assert load_controller(out).kind == "linear"
-    run = subprocess.run([*CLI, "distill", "linear", "--teacher", str(teacher_zip(shared_teachers, "ppo", "Hopper")),
-                          "--rl-steps", "100", "--rl-critic", "teacher", *tiny, "--out", str(tmp_path / "ppo")],
+    run = subprocess.run([*CLI, "distill", "linear", "--teacher", str(pendulum_ars), "--env", "Pendulum-v1",
+                          "--rl-steps", "100", "--rl-critic", "teacher", *tiny, "--out", str(tmp_path / "ars")],
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 1
-    assert run.stderr.strip() == (
-        "Error: The '--rl-critic' option of interp-rl distill linear must be 'auto' or 'new' for a teacher "
-        "without Q-networks (the PPO teacher has none; SAC, TD3 and TQC have them). Got 'teacher' instead.")
+    assert run.stderr.strip() == "Error: " + NO_CRITIC.format(name="'--rl-critic' option of interp-rl distill linear")
 
 
 def test_finetune_probe_writes_before_and_after(pendulum_sac: Path, tmp_path: Path, capsys) -> None:
