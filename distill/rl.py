@@ -280,7 +280,7 @@ class CriticTuner(BaseEstimator):
 
     # ------------------------------------------------------------------ fitting
     def fit(self, student: Any, teacher: Teacher, env_fn: EnvFn | None = None, *,
-            progress: Callable[[dict[str, Any]], None] | None = None, **_: Any) -> CriticTuner:
+            progress: Callable[[dict[str, Any]], None] | None = None) -> CriticTuner:
         """Fine-tune ``student`` (a fitted student whose program is piecewise affine) against ``teacher``."""
         self._validate_params()
         check_teacher(teacher, "CriticTuner")
