@@ -100,8 +100,8 @@ def _rl_options() -> tuple[Option, ...]:
     return (
         Option("rl_steps", ("rl__n_steps",), "Fine-tune on the return for this many transitions with an "
                "actor-critic warm-started from the teacher's critic (0: off).", int),
-        Option("rl_critic", ("rl__critic",), "'auto' (the teacher's Q-networks when it has them), 'teacher' or "
-               "'new'.", str),
+        Option("rl_critic", ("rl__critic",), "'auto' (start from the teacher's Q-networks or value network "
+               "when it has one), 'teacher' or 'new'.", str),
         Option("rl_warmup", ("rl__critic_warmup",), "Transitions during which only the critic learns."),
         Option("rl_bc_weight", ("rl__bc_weight",), "Pull towards the teacher's actions while fine-tuning.", float),
     )
@@ -274,7 +274,7 @@ register_method(Method(
 
 register_method(Method(
     name="moe",
-    description="sparse mixture of linear experts, linear or tree router (SMOSE; DAgger)",
+    description="mixture of sparse linear experts and a router (SMOSE; DAgger)",
     size="experts",
     make=lambda: Distillation(dagger=DAgger(MixturePolicy()), rl=CriticTuner()),
     options=(
