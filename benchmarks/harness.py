@@ -108,6 +108,24 @@ def _save_npy(path: Path, array: np.ndarray) -> None:
     atomic_write(path, _w)
 
 
+#: Episodes of the failure rate start here, apart from the evaluation and selection seeds.
+FAILURE_SEED_OFFSET = 700_000
+
+
+def _failure_rate(controller: Any, teacher: Any, teacher_mean: float, episodes: int,
+                  seed: int) -> dict[str, Any] | None:
+    """How often the controller fails: the share of ``episodes`` extra episodes below half the teacher's mean."""
+    if episodes <= 0:
+        return None
+    from interp_rl.rollouts import evaluate
+
+    returns = np.asarray(evaluate(controller, teacher.env_fn, episodes, seed=seed + FAILURE_SEED_OFFSET).returns)
+    below = int((returns < 0.5 * teacher_mean).sum())
+    return {"episodes": episodes, "first_seed": seed + FAILURE_SEED_OFFSET, "threshold": 0.5 * teacher_mean,
+            "below_half": below, "rate": below / episodes, "worst_percent_of_teacher": 100 * float(returns.min())
+            / teacher_mean if teacher_mean else None, "returns": returns.tolist()}
+
+
 def _piece_usage(controller: Any, states: np.ndarray) -> dict[str, Any] | None:
     """Share of the controller-visited states on which each piece (leaf, expert) acts; None if not piecewise."""
     try:
@@ -170,6 +188,7 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     exports = write_exports(controller, work, force=True)
     episodes, fid_steps = int(suite["episodes"]), int(suite["fidelity_steps"])
     ev = compare(controller, teacher, teacher.env_fn, episodes=episodes, seed=c.seed, fidelity_steps=fid_steps)
+    failures = _failure_rate(controller, teacher, ev["teacher_return"], int(suite.get("rate_episodes", 0)), c.seed)
 
     # States the controller visits: for latency, and for the report's explanations.
     states = collect(controller, teacher.env_fn, int(suite["latency_batch"]), c.seed).observations
@@ -197,6 +216,7 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
         "episode_seeds": [c.seed + i for i in range(episodes)],
         "percent_of_teacher": ev["percent_of_teacher"],
         "worst_percent_of_teacher": ev["worst_percent_of_teacher"],
+        "failures": failures,
         "fidelity": {"teacher_states": ev["fidelity_teacher_states"],
                      "student_states": ev["fidelity_student_states"], "steps": fid_steps},
         "usage": usage,
@@ -261,8 +281,8 @@ def _check_compatible(before: dict[str, Any], now: dict[str, Any], res: Path) ->
     where = f"{str(res)!r} holds results of a different suite ({before.get('name')!r})"
     if before.get("name") != now["name"]:
         raise InterpRLError(f"{where}; choose another results folder.")
-    for key in ("episodes", "fidelity_steps", "latency_batch"):
-        if before.get(key) != now[key]:
+    for key in ("episodes", "fidelity_steps", "latency_batch", "rate_episodes"):
+        if before.get(key, 0) != now.get(key, 0):
             raise InterpRLError(f"{where} with {key} = {before.get(key)!r}, not {now[key]!r}; choose another "
                                 "results folder.")
     for kind, name_key in (("teachers", "name"), ("methods", "label")):

@@ -67,11 +67,22 @@ class Group:
                  if r["student"].get("returns") and r["teacher"].get("return_mean")]
         return min(worst) if worst else float("nan")
 
+    def _failure_flags(self) -> list[bool]:
+        """Per episode, over all seeds: below half its cell's teacher mean. The suite's failure-rate episodes
+        (``rate_episodes``) where a record has them, else its evaluation episodes."""
+        flags: list[bool] = []
+        for r in self.records:
+            fail = r.get("failures")
+            if fail:
+                flags += [ret < fail["threshold"] for ret in fail["returns"]]
+            elif r["teacher"].get("return_mean"):
+                flags += [ret < 0.5 * r["teacher"]["return_mean"] for ret in r["student"].get("returns") or []]
+        return flags
+
     @property
     def below_half(self) -> float:
-        """Share (%) of all episodes over all seeds whose return is below half its cell's teacher mean."""
-        flags = [ret < 0.5 * r["teacher"]["return_mean"] for r in self.records
-                 if r["teacher"].get("return_mean") for ret in r["student"].get("returns") or []]
+        """Share (%) of episodes whose return is below half the teacher's mean (see :meth:`_failure_flags`)."""
+        flags = self._failure_flags()
         return 100.0 * float(np.mean(flags)) if flags else float("nan")
 
     def median_record(self) -> dict[str, Any]:
@@ -475,7 +486,7 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
                 _f(g.mean("size", "export_bytes", "c"), ".0f"),
                 _f(g.mean("student", "return_mean"), ".0f"), _est(g.estimate),
                 "[" + ", ".join(f"{p:.0f}" for p in g.percents) + "]", _f(g.worst_percent, ".0f"),
-                f"{_f(g.below_half, '.0f')} ({sum(len(r['student'].get('returns') or []) for r in g.records)})",
+                f"{_f(g.below_half, '.1f')} ({len(g._failure_flags())})",
                 f"{_f(g.mean('fidelity', 'teacher_states', 'r2'), '.2f')} / "
                 f"{_f(g.mean('fidelity', 'student_states', 'r2'), '.2f')}",
                 f"{_t(g.mean('latency', 'student_single_s'))} / "

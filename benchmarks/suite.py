@@ -89,6 +89,8 @@ class Suite:
     teachers: tuple[TeacherSpec, ...]
     methods: tuple[MethodSpec, ...]
     source: str = ""
+    rate_episodes: int = 0
+    """Extra controller episodes measuring how often it fails (below half the teacher's mean); 0: off."""
 
     def teacher(self, name: str) -> TeacherSpec:
         return next(t for t in self.teachers if t.name == name)
@@ -164,8 +166,8 @@ def load_suite(name_or_path: str | Path) -> Suite:
         raise SuiteError(f"Suite file {str(path)!r}: use a .toml or .yaml file.")
     data = _read(path)
     where = f"Suite {str(path)!r}"
-    known = {"name", "description", "seeds", "episodes", "fidelity_steps", "latency_batch", "teachers",
-             "methods"}
+    known = {"name", "description", "seeds", "episodes", "fidelity_steps", "latency_batch", "rate_episodes",
+             "teachers", "methods"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise SuiteError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}.")
@@ -224,4 +226,5 @@ def load_suite(name_or_path: str | Path) -> Suite:
     return Suite(name=name, description=str(data.get("description", "")), seeds=seeds, episodes=episodes,
                  fidelity_steps=_int(data, "fidelity_steps", 2000, 1, where),
                  latency_batch=_int(data, "latency_batch", 256, 1, where),
+                 rate_episodes=_int(data, "rate_episodes", 0, 0, where),
                  teachers=tuple(teachers), methods=tuple(methods), source=str(path))

@@ -64,6 +64,7 @@ seeds = {seeds}
 episodes = 10
 fidelity_steps = 300
 latency_batch = 32
+rate_episodes = 4
 
 [[teachers]]
 name = "IP-SAC"
@@ -238,6 +239,11 @@ def test_bench_writes_one_complete_record_per_cell(bench_run: tuple[Path, Path])
         lat = rec["latency"]
         assert lat["teacher_single_s"] > 0 and lat["student_single_s"] > 0 and lat["student_batch_s_per_obs"] > 0
         assert lat["teacher_forward_s"] > 0
+        fail = rec["failures"]  # how often it fails, on episodes apart from the evaluation's
+        assert fail["episodes"] == len(fail["returns"]) == 4 and fail["first_seed"] == rec["cell"]["seed"] + 700_000
+        assert fail["threshold"] == pytest.approx(0.5 * rec["teacher"]["return_mean"])
+        assert fail["below_half"] == sum(r < fail["threshold"] for r in fail["returns"])
+        assert fail["rate"] == fail["below_half"] / 4
         usage = rec["usage"]  # which leaf acts on the controller's own states
         assert set(usage["shares"]) == {f"leaf {i + 1}" for i in range(size["leaves"])}
         assert sum(usage["shares"].values()) == pytest.approx(1.0) and usage["states"] == 32
