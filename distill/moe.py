@@ -14,31 +14,17 @@ so that every expert is used. Then it turns the soft mixture into the controller
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from distill._student import PolicyStudent, check_bounds
 from distill.linear import LinearPolicy
+from interp_rl._threads import torch_threads
 from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.kinds.mixture import MixtureProgram, router_tree
 
 __all__ = ["MixturePolicy"]
-
-
-@contextlib.contextmanager
-def _one_torch_thread() -> Iterator[None]:
-    """Train on one thread (the results then do not depend on the machine's core count)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 class MixturePolicy(PolicyStudent):
@@ -192,7 +178,7 @@ class MixturePolicy(PolicyStudent):
         self.loss_curve_: list[float] = []
         if m == 1 or self.n_steps == 0:
             return np.zeros(m), np.zeros((m, X.shape[1]))
-        with _one_torch_thread():
+        with torch_threads(1):  # results do not depend on the machine's cores
             gen = torch.Generator().manual_seed(int(self.random_state or 0))
             Xs = torch.as_tensor((X - mu) / sd, dtype=torch.float32)
             Ys = torch.as_tensor((Y - ymu) / ysd, dtype=torch.float32)

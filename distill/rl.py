@@ -25,16 +25,16 @@ return, keeping its structure and its sparsity:
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
 from distill.dagger import SELECTION_SEED_OFFSET
+from interp_rl._threads import torch_threads
 from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import bad_value
 from interp_rl.rollouts import evaluate
@@ -44,18 +44,6 @@ __all__ = ["CriticTuner"]
 
 EnvFn = Callable[[int], Any]
 RL_SEED_OFFSET = 300_000
-
-
-@contextlib.contextmanager
-def _torch_threads(n: int) -> Iterator[None]:
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 class _Buffer:
@@ -239,11 +227,6 @@ class CriticTuner(BaseEstimator):
         self.buffer_size = buffer_size
         self.seed = seed
 
-    # sklearn's "is there anything to do" test, as LeafTuner's n_iter
-    @property
-    def n_iter(self) -> int:
-        return self.n_steps
-
     def _validate_params(self) -> None:
         owner = "CriticTuner"
         check_int(self.n_steps, "n_steps", owner, low=0)
@@ -292,7 +275,7 @@ class CriticTuner(BaseEstimator):
         except TypeError:
             raise bad_value("student", "CriticTuner.fit", "a student whose program is piecewise affine (tree, "
                             "linear, mixture)", program.kind) from None
-        with _torch_threads(1):
+        with torch_threads(1):
             self._fit(student, teacher, env_fn, program, pieces, progress)
         return self
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from interp_rl._threads import torch_threads
 from interp_rl._validation import check_observations
 from interp_rl.errors import TeacherLoadError, UnknownAlgorithmError
 
@@ -299,21 +300,6 @@ def read_vecnormalize(path: str | Path) -> ObsNormalizer:
     return ObsNormalizer(mean, var, clip, eps, reward_scale)
 
 
-@contextlib.contextmanager
-def _torch_threads(n: int) -> Iterator[None]:
-    """Run torch on ``n`` CPU threads inside the block, then restore the setting."""
-    import torch
-
-    before = torch.get_num_threads()
-    if before != n:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        if before != n:
-            torch.set_num_threads(before)
-
-
 class SB3Teacher:
     """A loaded SB3 agent: batched deterministic actions on *raw* observations.
 
@@ -395,7 +381,7 @@ class SB3Teacher:
     def predict(self, obs: np.ndarray) -> np.ndarray:
         """Deterministic actions, shape ``(n, act_dim)``, for raw ``obs`` ``(n, obs_dim)``."""
         arr, single = self._prepare(obs)
-        with _torch_threads(self.threads):
+        with torch_threads(self.threads):
             actions, _ = self.model.predict(arr, deterministic=True)
         actions = np.asarray(actions, dtype=np.float64).reshape(len(arr), self.act_dim)
         actions = np.clip(actions, self.action_low, self.action_high)
@@ -419,7 +405,7 @@ class SB3Teacher:
         arr, _ = self._prepare(obs)
         acts = np.asarray(actions, dtype=np.float64).reshape(len(arr), self.act_dim)
         scaled = self.model.policy.scale_action(acts).astype(np.float32)
-        with th.no_grad(), _torch_threads(self.threads):
+        with th.no_grad(), torch_threads(self.threads):
             o = th.as_tensor(arr)
             a = th.as_tensor(scaled)
             if self.algo == "tqc":
@@ -440,6 +426,6 @@ class SB3Teacher:
                 "and TRPO do); use q_values() for off-policy teachers."
             )
         arr, _ = self._prepare(obs)
-        with th.no_grad(), _torch_threads(self.threads):
+        with th.no_grad(), torch_threads(self.threads):
             v = self.model.policy.predict_values(th.as_tensor(arr))[:, 0]
         return v.numpy().astype(np.float64)
