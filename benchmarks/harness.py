@@ -134,7 +134,7 @@ def _piece_usage(controller: Any, states: np.ndarray) -> dict[str, Any] | None:
         return None
     which = pieces.assign(states)
     count = np.bincount(which, minlength=len(pieces.intercept)) / max(len(states), 1)
-    acting = [i for i, label in enumerate(pieces.labels) if not label.startswith("node ")]  # trees: leaves
+    acting = pieces.acting_pieces()
     return {"states": int(len(states)), "shares": {pieces.labels[i]: float(count[i]) for i in acting},
             "idle": int(sum(count[i] < 0.02 for i in acting))}
 

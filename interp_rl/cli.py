@@ -570,26 +570,21 @@ def viz(
         assert ran.rollout is not None
         visited = ran.rollout.observations
         line = f"Episode seed {episode_seed}: {ran.lengths[0]} steps, return {ran.returns[0]:.1f}"
-        tree = getattr(ctrl.program, "n_leaves", None)
-        if tree is not None:
-            used = len(np.unique(ctrl.program.apply(visited)))
-            line += f"; {used} of {tree} leaves visited"
-        experts = getattr(ctrl.program, "n_experts", None)
-        if experts is not None:
-            share = ctrl.program.usage_of(visited)
-            line += "; experts acting: " + ", ".join(f"{m + 1} ({100 * v:.0f}%)" for m, v in enumerate(share) if v)
-        out.print(line + ".", markup=False)
+        summary = getattr(ctrl.program, "visit_summary", lambda _: "")(visited)
+        out.print(line + (f"; {summary}" if summary else "") + ".", markup=False)
     if text:
         out.print(export_text(ctrl, max_depth=max_depth), markup=False)
     base = controller if controller.is_dir() else controller.parent
     target = out_file or base / f"{ctrl.kind}.svg"
     render(to_dot(ctrl, max_depth=max_depth, obs=x, states=visited), target)
     out.print(f"Wrote {target}")
-    if visited is not None and ctrl.program.kind != "linear":
+    if visited is not None:
         try:
-            ctrl.program.affine_pieces()
-        except TypeError:
+            pieces = ctrl.program.affine_pieces()
+        except (TypeError, AttributeError):
             return  # not piecewise affine: no usage picture
+        if len(pieces.acting_pieces()) < 2:
+            return  # one piece acts everywhere: nothing to show
         figure = target.with_name(f"{target.stem}-episode.png")
         usage_figure(ctrl, visited, figure, title=f"Episode seed {episode_seed}: which part of the "
                                                  f"{ctrl.kind} acts, step by step")

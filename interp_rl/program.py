@@ -178,6 +178,12 @@ class AffinePieces:
     """``(n_pieces, act_dim, obs_dim)``; zeros are absent terms."""
     labels: list[str] = field(default_factory=list)
     """What people call each piece (``leaf 3``, ``expert 2``)."""
+    acting: list[int] = field(default_factory=list)
+    """The pieces ``assign`` can return, in the order people count them (a tree's leaves, not its
+    inner nodes); empty means all."""
+
+    def acting_pieces(self) -> list[int]:
+        return list(self.acting) if self.acting else list(range(len(self.intercept)))
 
 
 class ProgramBase:
@@ -214,6 +220,11 @@ class ProgramBase:
     def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> Program:
         """The same program with its pieces' parameters replaced (structure and bounds kept)."""
         raise TypeError(f"A {self.kind} program is not piecewise affine.")
+
+    def visit_summary(self, X: np.ndarray) -> str:
+        """What visiting the states ``X`` (e.g. one episode) used of the program, for a one-line report;
+        '' when there is nothing to say (a kind may override it)."""
+        return ""
 
     def clip(self, y: np.ndarray) -> np.ndarray:
         """``min(max(y, low), high)``, the last step of every program."""

@@ -253,6 +253,11 @@ class MixtureProgram(ProgramBase):
     def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> MixtureProgram:
         return dataclasses.replace(self, expert_intercept=intercept, expert_coef=coef)
 
+    def visit_summary(self, X: np.ndarray) -> str:
+        """``experts acting: 1 (34%), 3 (66%)``."""
+        share = self.usage_of(X)
+        return "experts acting: " + ", ".join(f"{m + 1} ({100 * v:.0f}%)" for m, v in enumerate(share) if v)
+
     def usage_of(self, X: np.ndarray) -> np.ndarray:
         """Share of the rows of ``X`` each expert acts on, shape ``(n_experts,)``."""
         chosen = self.route(X)

@@ -150,7 +150,12 @@ class TreeProgram(ProgramBase):
         """Every node is a piece (only leaves are ever assigned): ``assign`` is :meth:`apply`."""
         number = self.leaf_numbers()
         labels = [f"leaf {number[n]}" if n in number else f"node {n}" for n in range(self.n_nodes)]
-        return AffinePieces(self.apply, self.intercept.copy(), self.coef.copy(), labels)
+        leaves = sorted(number, key=number.__getitem__)
+        return AffinePieces(self.apply, self.intercept.copy(), self.coef.copy(), labels, leaves)
+
+    def visit_summary(self, X: np.ndarray) -> str:
+        """``5 of 8 leaves visited``."""
+        return f"{len(np.unique(self.apply(np.asarray(X, dtype=np.float64))))} of {self.n_leaves} leaves visited"
 
     def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> TreeProgram:
         return self.replace(intercept=intercept, coef=coef)
