@@ -308,8 +308,12 @@ class CriticTuner(BaseEstimator):
         lo_t, hi_t = torch.as_tensor(low), torch.as_tensor(high)
         half_t, centre_t = torch.as_tensor(half), torch.as_tensor(centre)
 
+        tanh_squash = pieces.squash == "tanh"
+
         def actor(x: Any, piece: Any) -> Any:
             y = b[piece] + torch.einsum("nkd,nd->nk", w[piece] * mask[piece], x)
+            if tanh_squash:  # SAC-trained mixtures: the affine output is squashed into the bounds
+                y = lo_t + 0.5 * (torch.tanh(y) + 1.0) * (hi_t - lo_t)
             return torch.minimum(torch.maximum(y, lo_t), hi_t), y
 
         def program_now() -> Any:

@@ -1,16 +1,20 @@
-"""SMOSE trained by RL from scratch: an SB3 actor-critic policy whose actor is a mixture of linear experts.
+"""SMOSE trained by RL from scratch: SB3 policies whose actor is a mixture of linear experts.
 
-``interp-rl train --algo ppo --policy moe --experts 8`` trains :class:`MixturePPOPolicy`: the
-critic is SB3's usual MLP, the actor is a top-1 mixture of ``M`` affine experts with a linear
-router reading the (normalised) observation directly. The action each state gets is the
-routed expert's (hard top-1, as the deployed controller acts); the gradient reaches the router
-through the softmax of its scores (straight-through), so routing is learnt with the experts.
+``interp-rl train --algo sac --policy moe --experts 8`` trains :class:`MixtureSACPolicy`, SMOSE
+proper; ``--algo ppo`` (or a2c, trpo) trains :class:`MixturePPOPolicy`. The critic is SB3's
+usual MLP; the actor is a top-1 mixture of ``M`` affine experts with a linear router reading
+the (normalised) observation directly. The action each state gets is the routed expert's (hard
+top-1, as the deployed controller acts); the gradient reaches the router through the softmax
+of its scores (straight-through), so routing is learnt with the experts. While training, the
+router's scores carry Gaussian noise (noisy gating) and a load-balancing loss (the Switch
+Transformer's ``M * sum_m share_m * mean_prob_m``) is added to the actor's gradient, so every
+expert gets used.
 
-PPO, A2C and TRPO act with the Gaussian's mean, clipped to the action bounds, so the trained
-policy *is* a :class:`~interp_rl.kinds.mixture.MixtureProgram` on raw observations (the
-observation normalisation folds into the affine maps): :func:`mixture_from_model` writes it
-out exactly, up to float32 rounding and VecNormalize's ±10σ clip. SAC squashes its actions with
-``tanh``, which no transparent program here reproduces; it is refused.
+PPO, A2C and TRPO act with the Gaussian's mean, clipped to the bounds; SAC with ``tanh`` of it,
+mapped into the bounds. Either way the trained actor *is* a
+:class:`~interp_rl.kinds.mixture.MixtureProgram` on raw observations (``squash="tanh"`` for
+SAC; the observation normalisation folds into the affine maps): :func:`mixture_from_model`
+writes it out exactly, up to float32 rounding and VecNormalize's ±10σ clip.
 """
 
 from __future__ import annotations
@@ -19,19 +23,33 @@ from typing import Any
 
 import numpy as np
 from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.sac.policies import SACPolicy
 
 from interp_rl.errors import bad_value
 from interp_rl.kinds.mixture import MixtureProgram
 
-__all__ = ["MIXTURE_ALGOS", "MixturePPOPolicy", "mixture_from_model"]
+__all__ = ["MIXTURE_ALGOS", "MixturePPOPolicy", "MixtureSACPolicy", "mixture_from_model"]
 
-#: Algorithms whose deterministic action is the (clipped) Gaussian mean.
-MIXTURE_ALGOS = ("ppo", "a2c", "trpo")
+#: Algorithms that train a mixture actor: the on-policy ones act with the clipped Gaussian mean,
+#: SAC with its tanh-squashed mean.
+MIXTURE_ALGOS = ("ppo", "a2c", "trpo", "sac")
 
 
-def _head(obs_dim: int, act_dim: int, n_experts: int) -> Any:
+def _head(obs_dim: int, act_dim: int, n_experts: int, gate_noise: float, load_balance: float) -> Any:
     import torch
     from torch import nn
+
+    class _WithAuxiliaryLoss(torch.autograd.Function):
+        """Identity on ``out``; its backward also sends gradient 1 into ``aux`` (adds ``aux`` to the loss)."""
+
+        @staticmethod
+        def forward(ctx: Any, out: Any, aux: Any) -> Any:
+            ctx.dtype = aux.dtype
+            return out.view_as(out)
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:
+            return grad, torch.ones((), dtype=ctx.dtype, device=grad.device)
 
     class MixtureHead(nn.Module):
         """Router and experts; hard top-1 value, soft (straight-through) gradient."""
@@ -44,34 +62,85 @@ def _head(obs_dim: int, act_dim: int, n_experts: int) -> Any:
 
         def forward(self, x: Any) -> Any:
             scores = self.router(x)
+            learning = self.training and torch.is_grad_enabled()
+            if learning and gate_noise > 0:
+                scores = scores + gate_noise * torch.randn_like(scores)
             outs = torch.einsum("nd,mkd->nmk", x, self.weight) + self.bias
-            soft = (torch.softmax(scores, dim=1).unsqueeze(2) * outs).sum(dim=1)
-            hard = outs[torch.arange(len(x)), scores.argmax(dim=1)]
-            return hard + soft - soft.detach()
+            prob = torch.softmax(scores, dim=1)
+            soft = (prob.unsqueeze(2) * outs).sum(dim=1)
+            chosen = scores.argmax(dim=1)
+            hard = outs[torch.arange(len(x)), chosen]
+            out = hard + soft - soft.detach()
+            if learning and load_balance > 0 and len(x) > 1:
+                share = torch.bincount(chosen, minlength=n_experts).to(prob.dtype) / len(x)
+                out = _WithAuxiliaryLoss.apply(out, load_balance * n_experts * (share * prob.mean(dim=0)).sum())
+            return out
 
     return MixtureHead()
+
+
+def _mixture_settings(kwargs: dict[str, Any], owner: str, gate_noise: float) -> tuple[int, float, float]:
+    from interp_rl._validation import check_float, check_int
+
+    n = check_int(kwargs.pop("n_experts", 8), "n_experts", owner, low=1)
+    noise = check_float(kwargs.pop("gate_noise", gate_noise), "gate_noise", owner)
+    balance = check_float(kwargs.pop("load_balance", 0.01), "load_balance", owner)
+    return n, noise, balance
 
 
 class MixturePPOPolicy(ActorCriticPolicy):  # type: ignore[misc]
     """SB3's actor-critic policy with a mixture-of-linear-experts actor reading the features directly.
 
-    Parameters are SB3's, plus ``n_experts``; ``net_arch`` defaults to no hidden layer for the
+    Parameters are SB3's, plus ``n_experts`` (default 8), ``gate_noise`` (standard deviation of
+    the noise on the router's scores while training; default 0, since PPO's ratio compares with
+    the noiseless routing it collected with) and ``load_balance`` (weight of the load-balancing
+    loss, default 0.01); ``net_arch`` defaults to no hidden layer for the
     actor (it must read the observation itself) and two of 64 units for the critic.
     """
 
-    def __init__(self, *args: Any, n_experts: int = 8, **kwargs: Any) -> None:
-        self.n_experts = n_experts
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.n_experts, self.gate_noise, self.load_balance = _mixture_settings(kwargs, "MixturePPOPolicy", 0.0)
         kwargs.setdefault("net_arch", {"pi": [], "vf": [64, 64]})
         super().__init__(*args, **kwargs)
 
     def _build(self, lr_schedule: Any) -> None:
         super()._build(lr_schedule)
         act_dim = int(np.prod(self.action_space.shape))
-        self.action_net = _head(self.mlp_extractor.latent_dim_pi, act_dim, self.n_experts)
+        self.action_net = _head(self.mlp_extractor.latent_dim_pi, act_dim, self.n_experts, self.gate_noise,
+                                self.load_balance)
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
-        return {**super()._get_constructor_parameters(), "n_experts": self.n_experts}
+        return {**super()._get_constructor_parameters(), "n_experts": self.n_experts,
+                "gate_noise": self.gate_noise, "load_balance": self.load_balance}
+
+
+class MixtureSACPolicy(SACPolicy):  # type: ignore[misc]
+    """SB3's SAC policy whose actor's mean is a mixture of linear experts: SMOSE.
+
+    The log-std stays SB3's linear map of the observation (it only explores; the deployed
+    controller is the squashed mean). Parameters are SB3's plus ``n_experts``, ``gate_noise``
+    (default 0.1) and ``load_balance`` as for :class:`MixturePPOPolicy`; ``net_arch`` defaults to
+    no hidden layer for the actor and SAC's two of 256 units for the critics.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.n_experts, self.gate_noise, self.load_balance = _mixture_settings(kwargs, "MixtureSACPolicy", 0.1)
+        kwargs.setdefault("net_arch", {"pi": [], "qf": [256, 256]})
+        super().__init__(*args, **kwargs)
+
+    def make_actor(self, features_extractor: Any = None) -> Any:
+        actor = super().make_actor(features_extractor)
+        if len(actor.latent_pi) or actor.use_sde:
+            raise bad_value("net_arch", "MixtureSACPolicy", "no hidden layer for the actor ('pi': [])",
+                            actor.net_arch)
+        act_dim = int(np.prod(self.action_space.shape))
+        actor.mu = _head(actor.features_dim, act_dim, self.n_experts, self.gate_noise, self.load_balance)
+        return actor.to(self.device)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        return {**super()._get_constructor_parameters(), "n_experts": self.n_experts,
+                "gate_noise": self.gate_noise, "load_balance": self.load_balance}
 
 
 def mixture_from_model(model: Any, normalizer: Any = None) -> MixtureProgram:
@@ -80,7 +149,8 @@ def mixture_from_model(model: Any, normalizer: Any = None) -> MixtureProgram:
     ``normalizer`` (``(obs - mean) / sqrt(var + eps)``) is folded into the affine maps:
     ``w·z + b`` with ``z = (x - mean) / s`` is ``(w / s)·x + (b - w·mean / s)``.
     """
-    head = model.policy.action_net
+    sac = isinstance(model.policy, SACPolicy)
+    head = model.policy.actor.mu if sac else model.policy.action_net
     if not hasattr(head, "router"):
         raise bad_value("model", "mixture_from_model", "a model trained with --policy moe", type(head).__name__)
     w = head.weight.detach().double().numpy()  # (m, k, d)
@@ -97,4 +167,5 @@ def mixture_from_model(model: Any, normalizer: Any = None) -> MixtureProgram:
     low = np.asarray(model.action_space.low, dtype=np.float64)
     high = np.asarray(model.action_space.high, dtype=np.float64)
     return MixtureProgram(expert_intercept=b - coef @ mean, expert_coef=coef, router_intercept=rb - router_coef @ mean,
-                          router_coef=router_coef, action_low=low, action_high=high)
+                          router_coef=router_coef, action_low=low, action_high=high,
+                          squash="tanh" if sac else "clip")

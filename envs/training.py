@@ -99,18 +99,24 @@ def _build_model(cfg: TrainConfig, hp: dict[str, Any], venv: Any) -> Any:
     kwargs = {k: v for k, v in hp.items() if k not in _SETTINGS}
     kwargs["policy_kwargs"] = _policy_kwargs(kwargs.get("policy_kwargs"))
     if hp.get("policy") == "moe":  # SMOSE: a mixture of linear experts as the actor
-        from envs.moe_policy import MIXTURE_ALGOS, MixturePPOPolicy
+        from envs.moe_policy import MIXTURE_ALGOS, MixturePPOPolicy, MixtureSACPolicy
 
-        if cfg.algo.lower() not in MIXTURE_ALGOS:
+        algo = cfg.algo.lower()
+        if algo not in MIXTURE_ALGOS:
             raise InvalidParameterError(
                 f"The 'policy' setting of train must be an SB3 policy name for {cfg.algo.upper()}; 'moe' needs "
-                f"{', '.join(MIXTURE_ALGOS)}, whose deterministic action is the clipped Gaussian mean (SAC, TD3 "
-                "and TQC squash or add noise in ways no transparent program reproduces). Got 'moe' instead."
+                f"one of {', '.join(MIXTURE_ALGOS)} (TD3, DDPG and TQC are not supported with it). Got 'moe' "
+                "instead."
             )
         arch = kwargs["policy_kwargs"].get("net_arch")
-        vf = arch.get("vf", [64, 64]) if isinstance(arch, dict) else list(arch or [64, 64])
-        kwargs["policy_kwargs"] = {**kwargs["policy_kwargs"], "net_arch": {"pi": [], "vf": vf}}
-        return cls(MixturePPOPolicy, venv, seed=cfg.seed, device="cpu", verbose=0, **kwargs)
+        critic = "qf" if algo == "sac" else "vf"
+        default = [256, 256] if algo == "sac" else [64, 64]
+        layers = arch.get(critic, default) if isinstance(arch, dict) else list(arch or default)
+        kwargs["policy_kwargs"] = {**kwargs["policy_kwargs"], "net_arch": {"pi": [], critic: layers}}
+        if algo == "sac" and kwargs.get("use_sde"):
+            raise InvalidParameterError("--policy moe trains SAC without gSDE; drop use_sde from the settings.")
+        policy = MixtureSACPolicy if algo == "sac" else MixturePPOPolicy
+        return cls(policy, venv, seed=cfg.seed, device="cpu", verbose=0, **kwargs)
     if hp.get("noise_type") == "normal":
         from stable_baselines3.common.noise import NormalActionNoise
 

@@ -175,7 +175,7 @@ def train(
     keep: Annotated[str, typer.Option(help="Save the 'best' evaluated policy or the 'last' one.")] = "best",
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     policy: Annotated[str | None, typer.Option(
-        help="'moe': the actor is a mixture of linear experts (SMOSE; ppo, a2c, trpo), written out as "
+        help="'moe': the actor is a mixture of linear experts (SMOSE; sac, ppo, a2c, trpo), written out as "
              "controller.json too [default: the per-task policy].")] = None,
     experts: Annotated[int | None, typer.Option(help="Experts of --policy moe [default: 8].")] = None,
 ) -> None:

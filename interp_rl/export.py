@@ -286,6 +286,7 @@ def to_c(controller: Controller) -> str:
         " */",
         "",
         "#include <float.h>",
+        "#include <math.h>",
         "",
         "/* No floating-point contraction (fused multiply-add). GCC ignores the STDC pragma. */",
         "#if defined(__GNUC__) && !defined(__clang__)",
@@ -546,7 +547,7 @@ def compile_c(
     tmp = out / f".{target.name}.{os.getpid()}.tmp"
     cc = find_compiler()
     mode = ["-fPIC", "-shared"] if shared else ["-DINTERP_RL_MAIN"]
-    cmd = [*cc, *C_FLAGS, *mode, *extra_flags, "-o", str(tmp), str(src)]
+    cmd = [*cc, *C_FLAGS, *mode, *extra_flags, "-o", str(tmp), str(src), "-lm"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -181,6 +181,9 @@ class AffinePieces:
     acting: list[int] = field(default_factory=list)
     """The pieces ``assign`` can return, in the order people count them (a tree's leaves, not its
     inner nodes); empty means all."""
+    squash: str = "clip"
+    """``"clip"``: the action is the affine output clipped to the bounds; ``"tanh"``: it is
+    ``low + (high - low) * (tanh(y) + 1) / 2`` (finite bounds), then clipped."""
 
     def acting_pieces(self) -> list[int]:
         return list(self.acting) if self.acting else list(range(len(self.intercept)))

@@ -113,7 +113,10 @@ def _programs() -> dict[str, MixtureProgram]:
         for f, th, lo, hi in ((0, 0.1, 1.0, -1.0), (2, -0.3, 0.5, 0.5), (0, 0.1, 0.2, 2.0))])
     one = MixtureProgram(expert_intercept=[[0.5, -0.5]], expert_coef=coef[:1], router_intercept=[0.0],
                          router_coef=np.zeros((1, d)))
-    return {"linear": linear, "tree": tree and routed, "trees": trees, "tied": tied, "one": one}
+    squashed = MixtureProgram(expert_intercept=rng.normal(size=(m, k)), expert_coef=coef * 3,
+                              router_intercept=[0.1, 0.1, -0.2], router_coef=rng.normal(size=(m, d)),
+                              action_low=[-1.0, -0.4], action_high=[1.0, 0.7], squash="tanh")  # SAC's actions
+    return {"linear": linear, "tree": tree and routed, "trees": trees, "tied": tied, "one": one, "tanh": squashed}
 
 
 def _controller(prog: MixtureProgram) -> Controller:
@@ -122,13 +125,30 @@ def _controller(prog: MixtureProgram) -> Controller:
                       task="Toy-v0")
 
 
+def test_tanh_squash_maps_each_experts_output_into_the_bounds_as_sac_does() -> None:
+    prog = _programs()["tanh"]
+    X = np.random.default_rng(2).normal(size=(200, 4)) * 3
+    z = np.stack([prog.expert(int(e)).raw_predict(x[None])[0] for e, x in zip(prog.route(X), X, strict=True)])
+    np.testing.assert_allclose(prog.predict(X), prog.action_low + (np.tanh(z) + 1) / 2 * (prog.action_high
+                                                                                          - prog.action_low))
+    assert prog.affine_pieces().squash == "tanh"
+    text = prog.explain(_controller(prog))
+    assert "actions are squashed into their bounds" in text and "knee_torque [N m] = -0.400 + 1.100 * (tanh(z) + 1) / 2" in text
+    with pytest.raises(ControllerFormatError, match="every bound must be finite"):
+        MixtureProgram(expert_intercept=[[0.0]], expert_coef=[[[1.0]]], router_intercept=[0.0], router_coef=[[0.0]],
+                       squash="tanh")
+    with pytest.raises(ControllerFormatError, match="squash must be one of clip, tanh; got 'sigmoid'"):
+        MixtureProgram(expert_intercept=[[0.0]], expert_coef=[[[1.0]]], router_intercept=[0.0], router_coef=[[0.0]],
+                       squash="sigmoid")
+
+
 def test_equal_scores_pick_the_first_expert() -> None:
     prog = _programs()["tied"]
     assert prog.route(np.zeros((3, 4))).tolist() == [1, 1, 1]  # experts 2 and 3 tie: the first of them acts
     np.testing.assert_array_equal(prog.predict(np.zeros((1, 4))), [[2.0, 0.0]])
 
 
-@pytest.mark.parametrize("name", ["linear", "tree", "trees", "tied", "one"])
+@pytest.mark.parametrize("name", ["linear", "tree", "trees", "tied", "one", "tanh"])
 def test_json_python_and_c_reproduce_predict_bit_for_bit(name: str, tmp_path: Path) -> None:
     ctrl = _controller(_programs()[name])
     X = np.random.default_rng(5).normal(size=(400, 4)) * 2

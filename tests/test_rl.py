@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -170,25 +171,71 @@ def test_finetune_probe_writes_before_and_after(pendulum_sac: Path, tmp_path: Pa
                                                         / res["teacher_return"])
 
 
-def test_train_ppo_with_a_mixture_actor_writes_the_controller_it_trained(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("algo", "hp", "squash"), [
+    ("ppo", ["n_steps=512", "batch_size=64"], "clip"),
+    ("sac", ["learning_starts=200", "batch_size=64"], "tanh"),  # SMOSE proper
+])
+def test_train_with_a_mixture_actor_writes_the_controller_it_trained(tmp_path: Path, algo: str, hp: list[str],
+                                                                     squash: str) -> None:
     """SMOSE from scratch: the trained SB3 actor and the written controller act alike on raw observations."""
     out = tmp_path / "moe"
-    run = subprocess.run([*CLI, "train", "--algo", "ppo", "--env", "Pendulum-v1", "--steps", "1024", "--policy", "moe",
-                          "--experts", "3", "--hp", "n_steps=512", "--hp", "batch_size=64", "--eval-episodes", "1",
+    run = subprocess.run([*CLI, "train", "--algo", algo, "--env", "Pendulum-v1", "--steps", "1024", "--policy", "moe",
+                          "--experts", "3", *(a for h in hp for a in ("--hp", h)), "--eval-episodes", "1",
                           "--no-progress", "--out", str(out)], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     assert "The mixture actor is a transparent controller too" in run.stdout
     teacher, ctrl = load_teacher(out), load_controller(out / "controller.json")
     assert ctrl.kind == "mixture" and ctrl.program.n_experts == 3 and ctrl.feature_names[0] == "cos_theta"
-    assert teacher.normalizer is not None  # the zoo's PPO settings normalise; the controller folds that in
+    assert ctrl.program.squash == squash
+    if algo == "ppo":
+        assert teacher.normalizer is not None  # the zoo's PPO settings normalise; the controller folds that in
     X = np.stack([teacher.env_fn(i).reset(seed=i)[0] for i in range(50)])
+    X = np.concatenate([X, X * [1, 1, 4]])  # fast swings too, where the router and the squash matter
     np.testing.assert_allclose(ctrl.predict(X), teacher.predict(X), atol=1e-5)
+    assert np.ptp(ctrl.predict(X)) > 1e-3  # it acts: the check above is not two constant zeros
     assert json.loads((out / "teacher.json").read_text())["controller"] == "controller.json"
 
 
+@pytest.mark.parametrize("policy", ["ppo", "sac"])
+def test_mixture_actor_adds_noisy_gating_and_load_balancing_only_while_learning(policy: str) -> None:
+    """The load-balancing loss reaches the router's gradient exactly; acting is noiseless and deterministic."""
+    import gymnasium as gym
+    import torch
+
+    from envs.moe_policy import MixturePPOPolicy, MixtureSACPolicy
+
+    env = gym.make("Pendulum-v1")
+    cls = MixturePPOPolicy if policy == "ppo" else MixtureSACPolicy
+
+    def head(**kw: float) -> Any:
+        torch.manual_seed(0)
+        pol = cls(env.observation_space, env.action_space, lambda _: 1e-3, n_experts=4, **kw)
+        return pol.action_net if policy == "ppo" else pol.actor.mu
+
+    x = torch.randn(256, 3)
+    plain, balanced = head(gate_noise=0.0, load_balance=0.0), head(gate_noise=0.0, load_balance=0.5)
+    for h in (plain, balanced):
+        h(x).sum().backward()
+    scores = plain.router(x)
+    prob = torch.softmax(scores, dim=1)
+    share = torch.bincount(scores.argmax(dim=1), minlength=4).float() / len(x)
+    aux = 0.5 * 4 * (share.detach() * prob.mean(dim=0)).sum()
+    (expected,) = torch.autograd.grad(aux, plain.router.weight)
+    torch.testing.assert_close(balanced.router.weight.grad - plain.router.weight.grad, expected)
+    torch.testing.assert_close(balanced.weight.grad, plain.weight.grad)  # the experts are not pulled by it
+
+    noisy = head(gate_noise=5.0, load_balance=0.0)
+    with torch.no_grad():  # acting (SB3 predicts without gradients): no noise
+        torch.testing.assert_close(noisy(x), noisy(x))
+    noisy.eval()
+    torch.testing.assert_close(noisy(x), noisy(x))
+    noisy.train()
+    assert not torch.equal(noisy(x), noisy(x))  # learning: the router's scores are noisy
+
+
 @pytest.mark.parametrize(("args", "line"), [
-    (["--algo", "sac", "--policy", "moe"], "Error: The 'policy' setting of train must be an SB3 policy name for SAC; "
-                                           "'moe' needs ppo, a2c, trpo,"),
+    (["--algo", "td3", "--policy", "moe"], "Error: The 'policy' setting of train must be an SB3 policy name for TD3; "
+                                           "'moe' needs one of ppo, a2c, trpo, sac"),
     (["--algo", "ppo", "--experts", "4"], "Error: --experts sets the experts of --policy moe; add --policy moe."),
 ])
 def test_train_policy_moe_bad_input_is_one_line(tmp_path: Path, args: list[str], line: str) -> None:

@@ -17,12 +17,16 @@ Arithmetic (bit-identical in every runtime):
   holds the score ``s_m``; the expert is the first with the largest score, as for the linear
   router;
 * the chosen expert: ``y = intercept`` then ``y = y + coef_j * x_j`` for its non-zero terms in
-  ascending feature order, then ``y = min(max(y, low), high)``.
+  ascending feature order;
+* with ``squash="tanh"`` (mixtures trained by SAC, whose actions are squashed), then
+  ``y = low + 0.5 * (tanh(y) + 1.0) * (high - low)`` with the C library's ``tanh``;
+* then ``y = min(max(y, low), high)``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -38,7 +42,12 @@ from interp_rl.program import AffinePieces, ProgramBase, register_program
 if TYPE_CHECKING:
     from interp_rl.program import Controller
 
-__all__ = ["MixtureProgram", "router_tree"]
+__all__ = ["SQUASHES", "MixtureProgram", "router_tree"]
+
+#: How an expert's affine output becomes the action before the final clip.
+SQUASHES = ("clip", "tanh")
+
+_tanh = np.frompyfunc(math.tanh, 1, 1)  # the C library's tanh, as the exported Python and C call it
 
 
 def router_tree(*, feature: Any, threshold: Any, left: Any, right: Any, expert: Any, obs_dim: int,
@@ -76,6 +85,9 @@ class MixtureProgram(ProgramBase):
         Share of the training data each expert acted on (zeros when unknown), for explanations.
     action_low, action_high : ndarray of shape (act_dim,)
         Actions are clipped to these bounds (``-inf``/``inf`` for none).
+    squash : {"clip", "tanh"}, default="clip"
+        ``"tanh"`` maps each expert's output ``z`` into the (finite) bounds as SAC does,
+        ``low + (high - low) * (tanh(z) + 1) / 2``, before the clip.
 
     Examples
     --------
@@ -100,6 +112,7 @@ class MixtureProgram(ProgramBase):
     usage: np.ndarray = field(default_factory=lambda: np.zeros(0))
     action_low: np.ndarray = field(default_factory=lambda: np.zeros(0))
     action_high: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    squash: str = "clip"
 
     kind = "mixture"
 
@@ -163,6 +176,11 @@ class MixtureProgram(ProgramBase):
         if self.usage.shape != (m,) or not np.all(np.isfinite(self.usage)):
             raise ControllerFormatError(f"usage must hold {m} finite shares; got {self.usage.tolist()}.")
         self._init_bounds(self.action_low, self.action_high, act_dim)
+        if self.squash not in SQUASHES:
+            raise ControllerFormatError(f"squash must be one of {', '.join(SQUASHES)}; got {self.squash!r}.")
+        if self.squash == "tanh" and not (np.all(np.isfinite(self.action_low))
+                                          and np.all(np.isfinite(self.action_high))):
+            raise ControllerFormatError("squash='tanh' maps into the action bounds, so every bound must be finite.")
 
     # ------------------------------------------------------------------ shape and size
     @property
@@ -243,12 +261,15 @@ class MixtureProgram(ProgramBase):
         for m in np.unique(chosen):
             rows = np.flatnonzero(chosen == m)
             y[rows] = self.expert(int(m)).raw_predict(X[rows])
+        if self.squash == "tanh":
+            t = _tanh(y).astype(np.float64)
+            y = self.action_low + 0.5 * (t + 1.0) * (self.action_high - self.action_low)
         return y
 
     def affine_pieces(self) -> AffinePieces:
         """One piece per expert, assigned by the router."""
         return AffinePieces(self.route, self.expert_intercept.copy(), self.expert_coef.copy(),
-                            [f"expert {m + 1}" for m in range(self.n_experts)])
+                            [f"expert {m + 1}" for m in range(self.n_experts)], squash=self.squash)
 
     def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> MixtureProgram:
         return dataclasses.replace(self, expert_intercept=intercept, expert_coef=coef)
@@ -278,7 +299,7 @@ class MixtureProgram(ProgramBase):
             router = {"kind": "trees", "trees": [t.to_dict() for t in self.score_trees]}
         return {"kind": self.kind, "obs_dim": self.obs_dim, "act_dim": self.act_dim, "n_experts": self.n_experts,
                 "expert_intercept": self.expert_intercept.tolist(), "expert_terms": terms, "router": router,
-                "usage": self.usage.tolist(), **self._bounds_dict()}
+                "usage": self.usage.tolist(), **self._bounds_dict(), "squash": self.squash}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MixtureProgram:
@@ -310,7 +331,8 @@ class MixtureProgram(ProgramBase):
                 raise ControllerFormatError(f"The router kind {router['kind']!r} is not 'linear', 'tree' or 'trees'.")
             return cls(expert_intercept=d["expert_intercept"], expert_coef=coef, usage=d.get("usage", []),
                        action_low=[float(v) for v in d["action_low"]],
-                       action_high=[float(v) for v in d["action_high"]], **kw)
+                       action_high=[float(v) for v in d["action_high"]], squash=str(d.get("squash", "clip")),
+                       **kw)
         except ControllerFormatError:
             raise
         except (KeyError, TypeError, ValueError, IndexError) as exc:
@@ -368,8 +390,14 @@ class MixtureProgram(ProgramBase):
         for m in range(self.n_experts):
             lines.append(self._expert_title(m, partial(cg.compact, precision=1)) + ":")
             lines += ["  " + line for line in self._equations(m, controller, fmt)]
-        note = self.clip_note(controller, fmt)
+        note = self.squash_note(controller, fmt) if self.squash == "tanh" else self.clip_note(controller, fmt)
         return "\n".join(lines + ([note] if note else []))
+
+    def squash_note(self, controller: Controller, fmt: Any) -> str:
+        """``actions are squashed into their bounds: torque = -1 + 2 * (tanh(z) + 1) / 2 ...``."""
+        parts = [f"{a.label} = {fmt(float(lo))} + {fmt(float(hi - lo))} * (tanh(z) + 1) / 2"
+                 for a, lo, hi in zip(controller.actions, self.action_low, self.action_high, strict=True)]
+        return "actions are squashed into their bounds (z is the expert's equation): " + ", ".join(parts)
 
     def explain_decision(self, controller: Controller, x: np.ndarray, *, precision: int = 3) -> str:
         """Why this expert (the scores with their values, or the routing splits), then its equations."""
@@ -451,10 +479,17 @@ class MixtureProgram(ProgramBase):
                                            python=python)]
         return lines or ([f"{indent}pass"] if python else [])
 
+    def _squash_lines(self, python: bool) -> list[str]:
+        if self.squash != "tanh":
+            return []
+        end, tanh = ("", "math.tanh") if python else (";", "tanh")
+        return [f"y{o} = {cg.lit(lo)} + 0.5 * ({tanh}(y{o}) + 1.0) * ({cg.lit(hi)} - {cg.lit(lo)}){end}"
+                for o, (lo, hi) in enumerate(zip(self.action_low, self.action_high, strict=True))]
+
     def _body(self, controller: Controller, python: bool) -> list[str]:
         end = "" if python else ";"
         if self.n_experts == 1:  # nothing to route
-            return self._expert_body(0, "", end, python)
+            return self._expert_body(0, "", end, python) + self._squash_lines(python)
         lines: list[str] = []
         if self.tree is None:
             for m in range(self.n_experts):
@@ -488,7 +523,7 @@ class MixtureProgram(ProgramBase):
             lines += self._expert_body(m, "    ", end, python)
         if not python:
             lines.append("}")
-        return lines
+        return lines + self._squash_lines(python)
 
     def python_body(self, controller: Controller) -> list[str]:
         """The router (scores and the first highest, or the tree's ``if``/``else``), then the expert's equations."""
