@@ -415,5 +415,6 @@ def _write_mixture_controller(out: Path) -> None:
     teacher = load_teacher(out)
     features, actions = task_signals(teacher.task, teacher.variant)
     program = mixture_from_model(teacher.model, teacher.normalizer)
-    Controller(program, features=features, actions=actions, task=teacher.task,
-               metadata={"method": "moe-rl", "algo": teacher.algo, "source": str(out)}).save(out / "controller.json")
+    meta = {"method": "moe-scratch", "algo": teacher.algo, "source": str(out)}
+    Controller(program, features=features, actions=actions, task=teacher.task, metadata=meta).save(
+        out / "controller.json")

@@ -171,6 +171,21 @@ def test_finetune_probe_writes_before_and_after(pendulum_sac: Path, tmp_path: Pa
                                                         / res["teacher_return"])
 
 
+def test_scratch_probe_trains_a_sac_mixture_and_judges_it_on_the_probes_episodes(pendulum_sac: Path,
+                                                                                 tmp_path: Path, capsys) -> None:
+    from benchmarks.scratch_probe import main
+
+    main([str(pendulum_sac), "--env", "Pendulum-v1", "--steps", "300", "--experts", "2", "--episodes", "2",
+          "--out", str(tmp_path), "--no-progress"])
+    assert capsys.readouterr().out.startswith("from scratch (300 steps): ")
+    (path,) = tmp_path.glob("*.json")
+    res = json.loads(path.read_text())
+    assert res["algo"] == "sac" and res["steps"] == 300 and res["controller_size"]["experts"] == 2
+    assert len(res["scratch"]["returns"]) == 2
+    ctrl = load_controller(next((tmp_path / "runs").iterdir()) / "controller.json")
+    assert ctrl.program.squash == "tanh" and ctrl.metadata["method"] == "moe-scratch"
+
+
 @pytest.mark.parametrize(("algo", "hp", "squash"), [
     ("ppo", ["n_steps=512", "batch_size=64"], "clip"),
     ("sac", ["learning_starts=200", "batch_size=64"], "tanh"),  # SMOSE proper
