@@ -90,6 +90,10 @@ class Group:
         return runs[(len(runs) - 1) // 2]
 
 
+def _pct(v: float | None) -> float | None:
+    return None if v is None else 100.0 * v
+
+
 def _first(*values: float) -> float:
     """The first value that is a number (not NaN), else NaN."""
     return next((v for v in values if v == v), float("nan"))
@@ -487,6 +491,8 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
                 _f(g.mean("student", "return_mean"), ".0f"), _est(g.estimate),
                 "[" + ", ".join(f"{p:.0f}" for p in g.percents) + "]", _f(g.worst_percent, ".0f"),
                 f"{_f(g.below_half, '.1f')} ({len(g._failure_flags())})",
+                _f(g.mean("usage", "idle"), ".1f"),
+                _f(_pct(g.mean("details", "fit_facts", "router_agreement")), ".0f"),
                 f"{_f(g.mean('fidelity', 'teacher_states', 'r2'), '.2f')} / "
                 f"{_f(g.mean('fidelity', 'student_states', 'r2'), '.2f')}",
                 f"{_t(g.mean('latency', 'student_single_s'))} / "
@@ -498,7 +504,8 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
             ])
         doc.table(["method", "size", "leaves / experts", "depth", "non-zero terms", "parameters", "C bytes",
                    "return", "% of teacher IQM [95% CI]", "per seed", "worst episode %",
-                   "% of episodes below half the teacher (episodes)", "fidelity R² teacher / own states",
+                   "% of episodes below half the teacher (episodes)",
+                   "pieces acting on < 2% of states", "router-tree agreement %", "fidelity R² teacher / own states",
                    "latency Python / C", "teacher latency", "batch latency / teacher", "distil s"], rows)
         for method, g in chosen(groups).items():
             rec = g.median_record()

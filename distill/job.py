@@ -218,6 +218,8 @@ def run_job(
         "dagger_history": dagger.history_,
         "tuning": estimator.tuning_,
         "rl": estimator.rl_,
+        # what the distilled student reports of its own fit (a mixture: router-tree agreement, usage)
+        "fit_facts": getattr(dagger.student_, "fit_facts", dict)(),
     }
     if evaluate_student:
         metrics.update(compare(controller, teacher, teacher.env_fn, episodes=resolved["eval_episodes"],

@@ -166,6 +166,11 @@ class MixturePolicy(PolicyStudent):
         )
         return self
 
+    def fit_facts(self) -> dict[str, Any]:
+        """What fitting found, for metrics and reports: the router tree's agreement with the linear
+        router it was distilled from, and each expert's share of the training rows."""
+        return {"router_agreement": self.router_agreement_, "usage": self.usage_.tolist()}
+
     def _train_router(self, X: np.ndarray, Y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """End-to-end training of router and experts; returns the router on raw observations."""
         import torch

@@ -292,6 +292,8 @@ def test_distill_moe_from_the_cli_then_evaluate_viz_and_a_task_mismatch(tmp_path
     assert ctrl.kind == "mixture" and ctrl.program.router == "tree" and ctrl.program.n_experts == 2
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["method"] == "moe" and metrics["experts"] == 2
+    facts = metrics["fit_facts"]  # the routing tree's agreement with the linear router it was distilled from
+    assert 0.5 <= facts["router_agreement"] <= 1.0 and sum(facts["usage"]) == pytest.approx(1.0)
     res = runner.invoke(app, ["viz", str(out), "--text"])
     assert res.exit_code == 0 and res.output.startswith("router:\n|--- ")
     res = runner.invoke(app, ["viz", str(out), "--episode-seed", "3", "--out", str(tmp_path / "m.svg")])
