@@ -282,7 +282,10 @@ register_method(Method(
         Option("router", ("dagger__student__router",), "'linear' (the highest score acts), 'tree' (one decision "
                "tree distilled from it) or 'trees' (one score tree per expert).", str),
         Option("router_depth", ("dagger__student__router_depth",), "Depth limit of the routing tree."),
-        Option("max_terms", ("dagger__student__max_terms",), "Features per action in each expert (none: all)."),
+        Option("max_terms", ("dagger__student__max_terms",), "Features per action in each expert (none: as many as "
+               "--max-parameters allows)."),
+        Option("max_parameters", ("dagger__student__max_parameters",), "Non-zero parameters the whole controller "
+               "may have when --max-terms is not given (none: no limit)."),
         Option("load_balance", ("dagger__student__load_balance",), "Weight of the load-balancing loss (0: off).",
                float),
         Option("gate_noise", ("dagger__student__gate_noise",), "Noise on the router's scores while training.",

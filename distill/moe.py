@@ -40,7 +40,13 @@ class MixturePolicy(PolicyStudent):
     router_depth : int, default=4
         Depth limit of the routing tree(s).
     max_terms : int, default=None
-        At most this many observation features per action in each expert (``None``: all).
+        At most this many observation features per action in each expert (``None``: as many as
+        ``max_parameters`` allows).
+    max_parameters : int, default=1000
+        When ``max_terms`` is ``None``: the experts get as many terms per action as keep the whole
+        controller (expert intercepts and terms, router) within this many non-zero parameters,
+        SMOSE's scale (all, if that fits; ``None``: no limit). Features that never vary in the data
+        are not counted: no fit uses them.
     load_balance : float, default=0.05
         Weight of the load-balancing loss (0: off).
     gate_noise : float, default=0.5
@@ -67,6 +73,8 @@ class MixturePolicy(PolicyStudent):
         The fitted mixture; runs, explains and exports the controller.
     usage_ : ndarray of shape (n_experts,)
         Share of the (weighted) training rows each expert acts on.
+    terms_ : int or None
+        Terms per action each expert was allowed (``max_terms``, or what ``max_parameters`` left).
     router_agreement_ : float
         With ``router='tree'``: share of rows on which the tree picks the linear router's expert
         (1.0 for the linear router).
@@ -96,6 +104,7 @@ class MixturePolicy(PolicyStudent):
         router: str = "linear",
         router_depth: int = 4,
         max_terms: int | None = None,
+        max_parameters: int | None = 1000,
         load_balance: float = 0.05,
         gate_noise: float = 0.5,
         n_steps: int = 3000,
@@ -111,6 +120,7 @@ class MixturePolicy(PolicyStudent):
         self.router = router
         self.router_depth = router_depth
         self.max_terms = max_terms
+        self.max_parameters = max_parameters
         self.load_balance = load_balance
         self.gate_noise = gate_noise
         self.n_steps = n_steps
@@ -129,6 +139,8 @@ class MixturePolicy(PolicyStudent):
         check_int(self.router_depth, "router_depth", owner, low=1, high=16)
         if self.max_terms is not None:
             check_int(self.max_terms, "max_terms", owner, low=1)
+        if self.max_parameters is not None:
+            check_int(self.max_parameters, "max_parameters", owner, low=1)
         check_float(self.load_balance, "load_balance", owner)
         check_float(self.gate_noise, "gate_noise", owner)
         check_int(self.n_steps, "n_steps", owner, low=0)
@@ -143,6 +155,7 @@ class MixturePolicy(PolicyStudent):
         self._validate_params()
         X, Y, w = self._fit_inputs(X, y, sample_weight)
         low, high = check_bounds(self.action_low, self.action_high, Y.shape[1], type(self).__name__)
+        self.terms_ = self._terms_per_action(X, Y.shape[1])
         bias, weight = self._refine(X, Y, w, *self._train_router(X, Y, w))
         chosen = self._route(X, bias, weight)
         tree, score_trees = None, None
@@ -166,10 +179,21 @@ class MixturePolicy(PolicyStudent):
         )
         return self
 
+    def _terms_per_action(self, X: np.ndarray, act_dim: int) -> int | None:
+        """``max_terms``, or the most terms per action that keep the controller within ``max_parameters``."""
+        if self.max_terms is not None or self.max_parameters is None:
+            return self.max_terms
+        m, d = self.n_experts, int(np.count_nonzero(X.std(axis=0) > 1e-12))
+        nodes = 2 ** (self.router_depth + 1) - 1
+        router = {"linear": m + m * d, "tree": nodes, "trees": m * nodes}[self.router]
+        fit = (self.max_parameters - m * act_dim - router) // (m * act_dim)
+        return None if fit >= d else max(int(fit), 1)
+
     def fit_facts(self) -> dict[str, Any]:
         """What fitting found, for metrics and reports: the router tree's agreement with the linear
         router it was distilled from, and each expert's share of the training rows."""
-        return {"router_agreement": self.router_agreement_, "usage": self.usage_.tolist()}
+        return {"router_agreement": self.router_agreement_, "usage": self.usage_.tolist(),
+                "terms_per_action": self.terms_}
 
     def _train_router(self, X: np.ndarray, Y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """End-to-end training of router and experts; returns the router on raw observations."""
@@ -309,6 +333,6 @@ class MixturePolicy(PolicyStudent):
             rows = np.flatnonzero((chosen == e) & (w > 0))
             if len(rows) == 0:
                 continue
-            lin = LinearPolicy(max_terms=self.max_terms, alpha=self.alpha).fit(X[rows], Y[rows], w[rows])
+            lin = LinearPolicy(max_terms=self.terms_, alpha=self.alpha).fit(X[rows], Y[rows], w[rows])
             intercept[e], coef[e] = lin.program_.intercept, lin.program_.coef
         return intercept, coef

@@ -142,6 +142,20 @@ def test_tanh_squash_maps_each_experts_output_into_the_bounds_as_sac_does() -> N
                        squash="sigmoid")
 
 
+@pytest.mark.parametrize(("router", "limit"), [("linear", 1000), ("tree", 800), ("trees", 900), ("linear", 400)])
+def test_max_parameters_keeps_a_wide_mixture_within_budget(router: str, limit: int) -> None:
+    """HalfCheetah's shape (17 features, 6 actions, 8 experts) is 1,008 parameters dense; the default keeps 1,000."""
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(size=(3000, 17)), np.zeros((3000, 4))], axis=1)  # 4 features never vary
+    Y = np.tanh(X[:, :6] * X[:, [0]] + X[:, 6:12])
+    pol = MixturePolicy(router=router, max_parameters=limit, n_steps=200, random_state=0).fit(X, Y)
+    size = pol.program_.size()
+    assert size["parameters"] <= limit and size["parameters"] > 0.8 * limit
+    assert pol.fit_facts()["terms_per_action"] == pol.terms_ < 17
+    dense = MixturePolicy(router=router, max_parameters=None, n_steps=200, random_state=0).fit(X, Y)
+    assert dense.terms_ is None and dense.program_.size()["parameters"] > limit
+
+
 def test_equal_scores_pick_the_first_expert() -> None:
     prog = _programs()["tied"]
     assert prog.route(np.zeros((3, 4))).tolist() == [1, 1, 1]  # experts 2 and 3 tie: the first of them acts
