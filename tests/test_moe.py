@@ -133,7 +133,8 @@ def test_tanh_squash_maps_each_experts_output_into_the_bounds_as_sac_does() -> N
                                                                                           - prog.action_low))
     assert prog.affine_pieces().squash == "tanh"
     text = prog.explain(_controller(prog))
-    assert "actions are squashed into their bounds" in text and "knee_torque [N m] = -0.400 + 1.100 * (tanh(z) + 1) / 2" in text
+    assert "actions are squashed into their bounds" in text and "knee_torque [N m] = -0.400 + 1.100 * (tanh(z(knee_torque [N m])) + 1) / 2" in text
+    assert "\n  z(hip_torque [N m]) = " in text  # the experts' equations are tanh's arguments
     with pytest.raises(ControllerFormatError, match="every bound must be finite"):
         MixtureProgram(expert_intercept=[[0.0]], expert_coef=[[[1.0]]], router_intercept=[0.0], router_coef=[[0.0]],
                        squash="tanh")

@@ -344,7 +344,8 @@ class MixtureProgram(ProgramBase):
 
     def _equations(self, m: int, controller: Controller, fmt: Any, max_terms: int | None = None) -> list[str]:
         expert, names = self.expert(m), controller.feature_names
-        return [f"{a.label} = {cg.affine_text(float(b), expert.terms(o), names, fmt, max_terms)}"
+        lhs = "z({})" if self.squash == "tanh" else "{}"  # squashed: the equation is tanh's argument
+        return [f"{lhs.format(a.label)} = {cg.affine_text(float(b), expert.terms(o), names, fmt, max_terms)}"
                 for o, (a, b) in enumerate(zip(controller.actions, self.expert_intercept[m], strict=True))]
 
     def _expert_title(self, m: int, fmt: Any) -> str:
@@ -394,10 +395,10 @@ class MixtureProgram(ProgramBase):
         return "\n".join(lines + ([note] if note else []))
 
     def squash_note(self, controller: Controller, fmt: Any) -> str:
-        """``actions are squashed into their bounds: torque = -1 + 2 * (tanh(z) + 1) / 2 ...``."""
-        parts = [f"{a.label} = {fmt(float(lo))} + {fmt(float(hi - lo))} * (tanh(z) + 1) / 2"
+        """``actions are squashed into their bounds: torque = -1 + 2 * (tanh(z(torque)) + 1) / 2, ...``."""
+        parts = [f"{a.label} = {fmt(float(lo))} + {fmt(float(hi - lo))} * (tanh(z({a.label})) + 1) / 2"
                  for a, lo, hi in zip(controller.actions, self.action_low, self.action_high, strict=True)]
-        return "actions are squashed into their bounds (z is the expert's equation): " + ", ".join(parts)
+        return "actions are squashed into their bounds: " + ", ".join(parts)
 
     def explain_decision(self, controller: Controller, x: np.ndarray, *, precision: int = 3) -> str:
         """Why this expert (the scores with their values, or the routing splits), then its equations."""
