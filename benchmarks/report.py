@@ -22,10 +22,12 @@ import numpy as np
 
 from benchmarks.harness import load_records
 from benchmarks.stats import interval_estimate
+from benchmarks.suite import TARGET_KEYS
 from interp_rl.errors import InterpRLError
 from interp_rl.io import atomic_write_bytes, atomic_write_text
 
-__all__ = ["Group", "aggregate", "chosen", "explanations", "pareto_front", "summarise", "write_report"]
+__all__ = ["Group", "aggregate", "chosen", "explanations", "pareto_front", "summarise", "target_checks",
+           "write_report"]
 
 TARGET = 90.0
 FIGURES = "figures"
@@ -88,6 +90,40 @@ class Group:
     def median_record(self) -> dict[str, Any]:
         runs = sorted(self.records, key=lambda r: _num(r["percent_of_teacher"]))
         return runs[(len(runs) - 1) // 2]
+
+
+def target_checks(g: Group, targets: dict[str, float]) -> dict[str, tuple[bool, str]]:
+    """Each target of ``targets`` (keys of ``TARGET_KEYS``) that ``g`` can be judged on: (met, what misses).
+
+    >>> record = {"percent_of_teacher": 80.0, "cell": {"seed": 0}, "size": {"parameters": 900},
+    ...           "student": {"returns": [70.0, 90.0]}, "teacher": {"return_mean": 100.0}}
+    >>> for key, check in target_checks(Group("Task-v5", "T", "moe", 8, [record]),
+    ...                                 {"percent": 90, "worst_percent": 75, "parameters": 1000}).items():
+    ...     print(key, check)
+    percent (False, 'mean 80.0% (10.0 short of 90%)')
+    worst_percent (False, 'worst 70.0% (5.0 short of 75%)')
+    parameters (True, '900 parameters')
+    """
+    out: dict[str, tuple[bool, str]] = {}
+    mean = float(np.mean(g.percents)) if g.percents else float("nan")
+    if "percent" in targets and np.isfinite(mean):
+        t = targets["percent"]
+        out["percent"] = (mean >= t, f"mean {mean:.1f}%" + ("" if mean >= t else f" ({t - mean:.1f} short of {t:g}%)"))
+    worst = g.worst_percent
+    if "worst_percent" in targets and np.isfinite(worst):
+        t = targets["worst_percent"]
+        out["worst_percent"] = (worst >= t, f"worst {worst:.1f}%" + ("" if worst >= t else
+                                                                      f" ({t - worst:.1f} short of {t:g}%)"))
+    below = g.below_half
+    if "below_half" in targets and np.isfinite(below):
+        t = targets["below_half"]
+        out["below_half"] = (below <= t, f"{below:.1f}% of episodes below half" + ("" if below <= t else
+                                                                                    f" (limit {t:g}%)"))
+    params = g.mean("size", "parameters")
+    if "parameters" in targets and params is not None:
+        t = targets["parameters"]
+        out["parameters"] = (params <= t, f"{params:.0f} parameters" + ("" if params <= t else f" (limit {t:g})"))
+    return out
 
 
 def _pct(v: float | None) -> float | None:
@@ -456,6 +492,24 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
           "(else the best size).")
     doc.table(["teacher", "teacher return", "method", "size", "parameters", "% of teacher IQM [95% CI]",
                "fidelity R² (own states)", "speed-up Python / C"], rows)
+
+    targets = suite.get("targets") or {}
+    if targets:
+        doc.h(2, "Targets")
+        doc.p("The suite's targets: " + "; ".join(TARGET_KEYS[k].format(v) for k, v in targets.items())
+              + ". Every group (teacher, method, size; its seeds together: the mean of the seeds' means, the "
+              "worst episode of all, the share of all failure-rate episodes) against them; a miss says by how much.")
+        rows = []
+        for teacher, groups in summary.items():
+            for g in groups:
+                checks = target_checks(g, targets)
+                rows.append([teacher, g.method, str(g.size), _f(g.mean("size", "parameters"), ".0f"),
+                             _f(float(np.mean(g.percents)) if g.percents else None, ".1f"),
+                             _f(g.worst_percent, ".1f"), _f(g.below_half, ".1f"),
+                             "all" if checks and all(ok for ok, _ in checks.values()) else
+                             "; ".join(text for ok, text in checks.values() if not ok) or "–"])
+        doc.table(["teacher", "method", "size", "parameters", "mean % of teacher", "worst episode %",
+                   "% of episodes below half", "targets met, or the misses"], rows)
 
     agg = aggregate(summary, reps=reps, seed=seed)
     if agg:

@@ -33,9 +33,18 @@ from typing import Any
 
 from interp_rl.errors import SuiteError
 
-__all__ = ["Cell", "MethodSpec", "Suite", "SuiteError", "TeacherSpec", "builtin_suites", "load_suite"]
+__all__ = ["TARGET_KEYS", "Cell", "MethodSpec", "Suite", "SuiteError", "TeacherSpec", "builtin_suites",
+           "load_suite"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+#: A suite's ``[targets]``: what each means, as the report states it.
+TARGET_KEYS = {
+    "percent": "mean return ≥ {:g}% of the teacher's",
+    "worst_percent": "worst episode ≥ {:g}% of the teacher's mean",
+    "below_half": "≤ {:g}% of episodes below half the teacher's mean",
+    "parameters": "≤ {:g} non-zero parameters",
+}
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,8 @@ class Suite:
     source: str = ""
     rate_episodes: int = 0
     """Extra controller episodes measuring how often it fails (below half the teacher's mean); 0: off."""
+    targets: dict[str, float] = field(default_factory=dict)
+    """What a controller must reach (keys of :data:`TARGET_KEYS`); the report checks every group against them."""
 
     def teacher(self, name: str) -> TeacherSpec:
         return next(t for t in self.teachers if t.name == name)
@@ -167,7 +178,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
     data = _read(path)
     where = f"Suite {str(path)!r}"
     known = {"name", "description", "seeds", "episodes", "fidelity_steps", "latency_batch", "rate_episodes",
-             "teachers", "methods"}
+             "teachers", "methods", "targets"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise SuiteError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}.")
@@ -223,7 +234,13 @@ def load_suite(name_or_path: str | Path) -> Suite:
             METHODS[kind].resolve({**settings, METHODS[kind].size: size, "seed": 0},
                                   owner=f"[methods.{label}] in {where[:1].lower()}{where[1:]}")
         methods.append(MethodSpec(label=label, method=kind, sizes=tuple(sizes), settings=dict(settings)))
+    targets = data.get("targets", {})
+    if not isinstance(targets, dict) or set(targets) - set(TARGET_KEYS) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in targets.values()):
+        raise SuiteError(f"{where}: [targets] must map some of {', '.join(TARGET_KEYS)} to numbers >= 0. "
+                         f"Got {targets!r} instead.")
     return Suite(name=name, description=str(data.get("description", "")), seeds=seeds, episodes=episodes,
+                 targets={k: float(v) for k, v in targets.items()},
                  fidelity_steps=_int(data, "fidelity_steps", 2000, 1, where),
                  latency_batch=_int(data, "latency_batch", 256, 1, where),
                  rate_episodes=_int(data, "rate_episodes", 0, 0, where),

@@ -66,6 +66,12 @@ fidelity_steps = 300
 latency_batch = 32
 rate_episodes = 4
 
+[targets]
+percent = 90
+worst_percent = 75
+below_half = 1
+parameters = 20
+
 [[teachers]]
 name = "IP-SAC"
 path = "{teacher.as_posix()}"
@@ -196,6 +202,9 @@ def test_shipped_suites_load_and_expand_to_cells() -> None:
     ('seeds = [0]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [4]\n'
      'settings = { max_leafs = 3 }', "Unknown setting(s) of [methods.tree] in suite "),
     ('seeds = [0\n', "is not valid:"),
+    ('seeds = [0]\n[targets]\npercent = -5\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [4]',
+     "[targets] must map some of percent, worst_percent, below_half, parameters to numbers >= 0. "
+     "Got {'percent': -5} instead."),
 ])
 def test_bad_suites_are_one_line_errors(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "bad.toml"
@@ -393,6 +402,20 @@ def test_report_tables_match_the_records(report: Path) -> None:
         assert g.estimate["ci_low"] <= g.estimate["iqm"] <= g.estimate["ci_high"]
         assert f"{g.estimate['iqm']:.1f} [{g.estimate['ci_low']:.1f}, {g.estimate['ci_high']:.1f}]" in md
     assert "## IP-SAC: SAC on InvertedPendulum-v5" in md
+    # the suite's targets, every group checked: met, or by how much it misses
+    from benchmarks.report import target_checks
+
+    targets = {"percent": 90, "worst_percent": 75, "below_half": 1, "parameters": 20}
+    assert "## Targets" in md and "mean return ≥ 90% of the teacher's; worst episode ≥ 75%" in md
+    for g in groups:
+        checks = target_checks(g, targets)
+        assert set(checks) == set(targets)
+        verdict = "all" if all(ok for ok, _ in checks.values()) else "; ".join(t for ok, t in checks.values() if not ok)
+        assert f"| IP-SAC | {g.method} | {g.size} |" in md and verdict in md
+        params = g.mean("size", "parameters")
+        assert checks["parameters"][0] == (params <= 20)
+        if params > 20:
+            assert f"{params:.0f} parameters (limit 20)" in verdict
     assert "![IP-SAC: % of teacher against parameters per method](figures/pareto-IP-SAC.png)" in md
     for name in re.findall(r"\]\((figures/[^)]+)\)", md):
         assert (report / name).is_file() and (report / name).stat().st_size > 0
