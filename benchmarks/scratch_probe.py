@@ -44,10 +44,11 @@ def probe(teacher_path: str, steps: int, algo: str, experts: int, seed: int, epi
         train_teacher(cfg, resume=(run / "checkpoint").is_dir(), progress_bar=progress)
     seconds = time.perf_counter() - t0
     controller = load_controller(run / "controller.json")
+    history = json.loads((run / "teacher.json").read_text()).get("history", [])
     teacher_mean = float(np.mean(evaluate(teacher, teacher.env_fn, episodes, seed=EVAL_SEED).returns))
     return {"teacher": teacher_path, "task": teacher.task, "algo": algo, "experts": experts, "steps": steps,
             "seed": seed, "episodes": episodes, "teacher_return": teacher_mean, "train_seconds": seconds,
-            "controller_size": controller.size(),
+            "controller_size": controller.size(), "train_history": history,
             "scratch": _judge(controller, teacher_mean, teacher.env_fn, episodes)}
 
 

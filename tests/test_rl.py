@@ -182,8 +182,20 @@ def test_scratch_probe_trains_a_sac_mixture_and_judges_it_on_the_probes_episodes
     res = json.loads(path.read_text())
     assert res["algo"] == "sac" and res["steps"] == 300 and res["controller_size"]["experts"] == 2
     assert len(res["scratch"]["returns"]) == 2
+    assert [h["step"] for h in res["train_history"]] == [300]  # its checkpoint evaluations, for the curve
     ctrl = load_controller(next((tmp_path / "runs").iterdir()) / "controller.json")
     assert ctrl.program.squash == "tanh" and ctrl.metadata["method"] == "moe-scratch"
+
+    # next to a warm start on the same task: one table and one picture
+    from benchmarks.finetune_probe import main as warm
+    from benchmarks.warm_vs_scratch import main as compare_starts
+
+    warm([str(pendulum_sac), "--env", "Pendulum-v1", "--method", "linear", "--size", "2", "--rl-steps", "200",
+          "--iterations", "0", "--episodes", "2", "--out", str(tmp_path)])
+    compare_starts([str(tmp_path)])
+    md = (tmp_path / "warm-vs-scratch.md").read_text()
+    assert "| Pendulum-v1 | " in md and "| warm (linear-2) | 0 | " in md and "| scratch (sac moe-2) | 0 | 300 |" in md
+    assert (tmp_path / "warm-vs-scratch-Pendulum-v1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize(("algo", "hp", "squash"), [
