@@ -195,7 +195,7 @@ def test_scratch_probe_trains_a_sac_mixture_and_judges_it_on_the_probes_episodes
     compare_starts([str(tmp_path)])
     md = (tmp_path / "warm-vs-scratch.md").read_text()
     assert "| Pendulum-v1 | " in md and "| warm (linear-2) | 0 | " in md and "| scratch (sac moe-2) | 0 | 300 |" in md
-    assert (tmp_path / "warm-vs-scratch-Pendulum-v1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "warm-vs-scratch-Pendulum-v1-sac.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize(("algo", "hp", "squash"), [
