@@ -206,6 +206,9 @@ class Method:
             parts.append(Explanation(f"{controller.kind.capitalize()}{note}", "svg", svg))
         except RenderError as exc:
             parts.append(Explanation("Picture", "text", str(exc)))
+        usage = self._usage_picture(controller, states)
+        if usage is not None:
+            parts.append(usage)
         rules = export_text(controller).splitlines()
         if len(rules) > 80:
             rules = [*rules[:80], f"… {len(rules) - 80} more lines (interp-rl viz FOLDER --text prints all)"]
@@ -214,6 +217,29 @@ class Method:
             parts.append(Explanation("Why it acts as it does in one visited state", "text",
                                      decision_path_text(controller, states[len(states) // 2])))
         return parts
+
+
+    @staticmethod
+    def _usage_picture(controller: Controller, states: np.ndarray) -> Explanation | None:
+        """Which piece acts step by step over the visited states (in time order), overall, and where."""
+        from interp_rl.errors import RenderError
+        from interp_rl.viz import usage_figure
+
+        try:
+            pieces = controller.program.affine_pieces()
+        except TypeError:
+            return None
+        if len(states) < 2 or len(pieces.acting_pieces()) < 2:
+            return None
+        what = "expert" if controller.kind == "mixture" else "leaf"
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                svg = usage_figure(controller, states, Path(tmp) / "usage.svg",
+                                   title=f"Which {what} acts, step by step ({len(states)} visited states)")
+                return Explanation(f"Usage: which {what} acts, overall, and where", "svg",
+                                   svg.read_text(encoding="utf-8"))
+        except RenderError:
+            return None
 
 
 #: name -> method; the CLI's ``distill`` commands, suites and the demo read this.
