@@ -33,7 +33,7 @@ from interp_rl.rollouts import evaluate
 EVAL_SEED = 1000
 
 
-def _judge(policy: Any, teacher_mean: float, env_fn: Any, episodes: int) -> dict[str, Any]:
+def judge(policy: Any, teacher_mean: float, env_fn: Any, episodes: int) -> dict[str, Any]:
     r = np.asarray(evaluate(policy, env_fn, episodes, seed=EVAL_SEED).returns)
     return {"percent": 100 * float(r.mean()) / teacher_mean, "worst_percent": 100 * float(r.min()) / teacher_mean,
             "below_half": int((r < teacher_mean / 2).sum()), "returns": r.tolist()}
@@ -55,14 +55,14 @@ def probe(teacher_path: str, method: str, size: int, rl_steps: int, seed: int, i
         "teacher": teacher_path, "task": teacher.task, "method": method, "size": size, "seed": seed,
         "iterations": iterations, "episodes": episodes, "teacher_return": teacher_mean,
         "controller_size": student._fitted_program().size(), "distil_seconds": distil_s,
-        "dagger_history": est.dagger_.history_, "distilled": _judge(student, teacher_mean, teacher.env_fn, episodes),
+        "dagger_history": est.dagger_.history_, "distilled": judge(student, teacher_mean, teacher.env_fn, episodes),
     }
     if rl_steps:
         tuner = m.build({**settings, "rl_steps": rl_steps}).rl
         t0 = time.perf_counter()
         tuner.fit(student, teacher, teacher.env_fn)
         out.update(rl_steps=rl_steps, rl_seconds=time.perf_counter() - t0, rl_history=tuner.history_,
-                   fine_tuned=_judge(tuner.student_, teacher_mean, teacher.env_fn, episodes))
+                   fine_tuned=judge(tuner.student_, teacher_mean, teacher.env_fn, episodes))
     return out
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.finetune_probe import EVAL_SEED, _judge
+from benchmarks.finetune_probe import EVAL_SEED, judge
 from envs.teachers import load_teacher
 from envs.training import TrainConfig, train_teacher
 from interp_rl.io import atomic_write_text, json_safe
@@ -49,7 +49,7 @@ def probe(teacher_path: str, steps: int, algo: str, experts: int, seed: int, epi
     return {"teacher": teacher_path, "task": teacher.task, "algo": algo, "experts": experts, "steps": steps,
             "seed": seed, "episodes": episodes, "teacher_return": teacher_mean, "train_seconds": seconds,
             "controller_size": controller.size(), "train_history": history,
-            "scratch": _judge(controller, teacher_mean, teacher.env_fn, episodes)}
+            "scratch": judge(controller, teacher_mean, teacher.env_fn, episodes)}
 
 
 def main(argv: list[str] | None = None) -> None:
