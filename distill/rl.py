@@ -140,6 +140,9 @@ class CriticTuner(BaseEstimator):
         Gaussian noise on the executed actions, in half action ranges.
     bc_weight : float, default=1.0
         Pull of the actor towards the teacher's actions (0: pure TD3).
+    trust_weight : float, default=0.0
+        Pull of the actor towards the starting controller's own actions on the same states (a trust
+        region around the distilled controller, in half action ranges squared).
     actor_lr, critic_lr : float, default=1e-4, 3e-4
         Adam step sizes.
     batch_size : int, default=256
@@ -163,6 +166,11 @@ class CriticTuner(BaseEstimator):
         How evaluations are compared: ``'robust'`` by the mean minus the standard deviation of the
         held-out returns (a controller that flips the robot in one episode of ten loses to a
         slightly slower one that never does), ``'mean'`` by the mean.
+    actor_units : {'features', 'raw'}, default='features'
+        What Adam's steps on the coefficients are measured in: ``'features'``, action per standard
+        deviation of the feature (the controller learns as a network on normalised observations
+        does, every feature at the same pace); ``'raw'``, action per raw unit of the feature (a
+        feature ten times wider moves the action ten times faster).
     buffer_size : int, default=300_000
         Replay capacity.
     seed : int, default=0
@@ -184,6 +192,11 @@ class CriticTuner(BaseEstimator):
         The discount used.
     critic_ : torch.nn.Module
         The critic after fine-tuning (a copy: the teacher's own networks are never trained).
+    final_student_ : estimator
+        The student running the controller at the end of fine-tuning, kept or not.
+    feature_scale_ : ndarray of shape (n_features,)
+        The features' standard deviations on the replay when the actor started learning (ones with
+        ``actor_units='raw'`` or when it never did): the units its coefficients were learnt in.
     """
 
     def __init__(
@@ -194,6 +207,7 @@ class CriticTuner(BaseEstimator):
         critic_warmup: int = 10_000,
         exploration_noise: float = 0.2,
         bc_weight: float = 1.0,
+        trust_weight: float = 0.0,
         actor_lr: float = 1e-4,
         critic_lr: float = 3e-4,
         batch_size: int = 256,
@@ -205,6 +219,7 @@ class CriticTuner(BaseEstimator):
         eval_every: int = 10_000,
         eval_episodes: int = 10,
         select: str = "robust",
+        actor_units: str = "features",
         buffer_size: int = 300_000,
         seed: int = 0,
     ) -> None:
@@ -213,6 +228,7 @@ class CriticTuner(BaseEstimator):
         self.critic_warmup = critic_warmup
         self.exploration_noise = exploration_noise
         self.bc_weight = bc_weight
+        self.trust_weight = trust_weight
         self.actor_lr = actor_lr
         self.critic_lr = critic_lr
         self.batch_size = batch_size
@@ -224,6 +240,7 @@ class CriticTuner(BaseEstimator):
         self.eval_every = eval_every
         self.eval_episodes = eval_episodes
         self.select = select
+        self.actor_units = actor_units
         self.buffer_size = buffer_size
         self.seed = seed
 
@@ -234,6 +251,7 @@ class CriticTuner(BaseEstimator):
         check_int(self.critic_warmup, "critic_warmup", owner, low=0)
         check_float(self.exploration_noise, "exploration_noise", owner, high=2.0)
         check_float(self.bc_weight, "bc_weight", owner)
+        check_float(self.trust_weight, "trust_weight", owner)
         check_float(self.actor_lr, "actor_lr", owner, low_open=True)
         check_float(self.critic_lr, "critic_lr", owner, low_open=True)
         check_int(self.batch_size, "batch_size", owner)
@@ -246,6 +264,7 @@ class CriticTuner(BaseEstimator):
         check_int(self.eval_every, "eval_every", owner)
         check_int(self.eval_episodes, "eval_episodes", owner)
         check_choice(self.select, "select", owner, ("robust", "mean"))
+        check_choice(self.actor_units, "actor_units", owner, ("features", "raw"))
         check_int(self.buffer_size, "buffer_size", owner)
         check_int(self.seed, "seed", owner, low=0)
 
@@ -304,22 +323,39 @@ class CriticTuner(BaseEstimator):
         # The actor: the pieces' parameters, zeros kept zero.
         mask = torch.as_tensor(pieces.coef != 0.0)
         b = torch.nn.Parameter(torch.as_tensor(pieces.intercept, dtype=torch.float64))
+        b0 = torch.as_tensor(pieces.intercept, dtype=torch.float64)
+        w0 = torch.as_tensor(pieces.coef, dtype=torch.float64)
         w = torch.nn.Parameter(torch.as_tensor(pieces.coef, dtype=torch.float64))
+        # The coefficients are learnt as ``w * feature_scale`` (``actor_units='features'``): Adam's steps are then
+        # in action units per standard deviation of each feature, as a network on normalised inputs takes them,
+        # instead of per raw unit (a velocity of scale 10 would move the action 100 times faster than an angle of
+        # scale 0.1). The scales are the replay's, measured when the actor starts learning.
+        feature_scale = torch.ones(obs_dim, dtype=torch.float64)
+
+        def weights() -> Any:
+            return w / feature_scale
+
         lo_t, hi_t = torch.as_tensor(low), torch.as_tensor(high)
         half_t, centre_t = torch.as_tensor(half), torch.as_tensor(centre)
 
         tanh_squash = pieces.squash == "tanh"
 
         def actor(x: Any, piece: Any) -> Any:
-            y = b[piece] + torch.einsum("nkd,nd->nk", w[piece] * mask[piece], x)
+            y = b[piece] + torch.einsum("nkd,nd->nk", weights()[piece] * mask[piece], x)
             if tanh_squash:  # SAC-trained mixtures: the affine output is squashed into the bounds
                 y = lo_t + 0.5 * (torch.tanh(y) + 1.0) * (hi_t - lo_t)
             return torch.minimum(torch.maximum(y, lo_t), hi_t), y
 
+        def start_actor(x: Any, piece: Any) -> Any:
+            y = b0[piece] + torch.einsum("nkd,nd->nk", w0[piece] * mask[piece], x)
+            if tanh_squash:
+                y = lo_t + 0.5 * (torch.tanh(y) + 1.0) * (hi_t - lo_t)
+            return torch.minimum(torch.maximum(y, lo_t), hi_t)
+
         def program_now() -> Any:
             with torch.no_grad():
                 return program.with_affine_pieces(b.detach().numpy().copy(),
-                                                  (w * mask).detach().numpy().copy())
+                                                  (weights() * mask).detach().numpy().copy())
 
         # The critic: the teacher's twin Q-networks (or new ones) on normalised obs and [-1, 1] actions.
         if self.critic_source_ == "teacher":
@@ -368,6 +404,7 @@ class CriticTuner(BaseEstimator):
         history: list[dict[str, Any]] = [{"step": 0, **first, "seconds": 0.0}]
         t0 = time.perf_counter()
         steps, updates, owed, next_eval = 0, 0, 0.0, min(self.eval_every, self.n_steps)
+        scaled_once: list[bool] = []
 
         def update() -> None:
             idx = buf.sample(rng, self.batch_size)
@@ -389,11 +426,23 @@ class CriticTuner(BaseEstimator):
             q_loss.backward()
             q_opt.step()
             if steps > self.critic_warmup and updates % self.policy_delay == 0:
+                if self.actor_units == "features" and not scaled_once:
+                    scaled_once.append(True)
+                    spread = torch.as_tensor(buf.obs[:buf.n].std(axis=0))
+                    with torch.no_grad():
+                        feature_scale.copy_(torch.where(spread > 1e-8, spread, torch.ones_like(spread)))
+                        w.mul_(feature_scale)
                 a, y = actor(x, piece)
                 q1 = qs(q_net, q_in(o), scaled(a))[0]
                 lam = 1.0 / q1.abs().mean().detach().clamp_min(1e-6)
                 label = torch.as_tensor(buf.label[idx])
-                a_loss = (-(lam * q1).mean() + self.bc_weight * (((a - label) / half_t) ** 2).mean()
+                if self.trust_weight:
+                    with torch.no_grad():
+                        a0 = start_actor(x, piece)
+                    a_loss = self.trust_weight * (((a - a0) / half_t) ** 2).mean()
+                else:
+                    a_loss = 0.0
+                a_loss = a_loss + (-(lam * q1).mean() + self.bc_weight * (((a - label) / half_t) ** 2).mean()
                           + (((y - a) / half_t) ** 2).mean())  # pulls clipped pre-actions back in bounds
                 a_opt.zero_grad()
                 a_loss.backward()
@@ -441,4 +490,6 @@ class CriticTuner(BaseEstimator):
         self.history_ = history
         self.best_return_ = best_ret
         self.critic_ = q_net
+        self.feature_scale_ = feature_scale.numpy().copy()
         self.student_ = student.with_program(best_program)
+        self.final_student_ = student.with_program(program_now())

@@ -79,6 +79,27 @@ def test_the_critic_starts_as_the_teachers_and_fine_tuning_is_reproducible(pendu
     assert [h["return_mean"] for h in a.history_] == [h["return_mean"] for h in b.history_]
 
 
+@pytest.mark.parametrize("units", ["features", "raw"])
+def test_the_actors_first_step_moves_every_feature_at_the_pace_its_units_say(pendulum_sac: Path, units: str) -> None:
+    """One Adam step moves each coefficient by about lr (raw) or lr / the feature's spread (features)."""
+    teacher = load_teacher(pendulum_sac, env="Pendulum-v1")
+    student = _student(teacher)
+    lr = 1e-3
+    tuner = CriticTuner(**{**SMALL, "n_steps": 202, "critic_warmup": 200, "policy_delay": 1, "updates_per_step": 0.5,
+                           "actor_lr": lr, "actor_units": units}).fit(student, teacher, teacher.env_fn)
+    old = student._fitted_program().affine_pieces()
+    new = tuner.final_student_._fitted_program().affine_pieces()
+    moved = np.abs(new.coef - old.coef)[0, 0]
+    scale = tuner.feature_scale_
+    if units == "raw":
+        np.testing.assert_array_equal(scale, 1.0)
+    else:
+        assert np.ptp(scale) > 1.0  # Pendulum's angular velocity is far wider than cos and sin
+        assert np.all(scale > 0.1)
+    np.testing.assert_allclose(moved * scale, lr, rtol=1e-2)
+    np.testing.assert_allclose(np.abs(new.intercept - old.intercept), lr, rtol=1e-2)
+
+
 @pytest.fixture(scope="module")
 def pendulum_ars(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An untrained sb3-contrib ARS agent: a teacher with neither Q-networks nor a value network."""
@@ -130,6 +151,10 @@ NO_CRITIC = ("The {name} must be 'auto' or 'new' for a teacher without a critic 
     ({"critic": "ppo"}, "The 'critic' parameter of CriticTuner must be one of 'auto', 'teacher', 'new'. Got 'ppo' "
                         "instead."),
     ({"gamma": 1.5}, "The 'gamma' parameter of CriticTuner must be a float in [0.0, 1.0]. Got 1.5 instead."),
+    ({"actor_units": "normalised"}, "The 'actor_units' parameter of CriticTuner must be one of 'features', 'raw'. "
+                                    "Got 'normalised' instead."),
+    ({"trust_weight": -1.0}, "The 'trust_weight' parameter of CriticTuner must be a float in [0.0, inf). Got -1.0 "
+                             "instead."),
 ])
 def test_bad_settings_are_one_line(pendulum_sac: Path, params: dict, message: str) -> None:
     teacher = load_teacher(pendulum_sac, env="Pendulum-v1")
