@@ -104,6 +104,8 @@ def _rl_options() -> tuple[Option, ...]:
                "when it has one), 'teacher' or 'new'.", str),
         Option("rl_warmup", ("rl__critic_warmup",), "Transitions during which only the critic learns."),
         Option("rl_bc_weight", ("rl__bc_weight",), "Pull towards the teacher's actions while fine-tuning.", float),
+        Option("rl_trust_weight", ("rl__trust_weight",), "Pull towards the starting controller's own actions while "
+               "fine-tuning (a trust region).", float),
     )
 
 

@@ -322,10 +322,10 @@ class CriticTuner(BaseEstimator):
 
         # The actor: the pieces' parameters, zeros kept zero.
         mask = torch.as_tensor(pieces.coef != 0.0)
-        b = torch.nn.Parameter(torch.as_tensor(pieces.intercept, dtype=torch.float64))
-        b0 = torch.as_tensor(pieces.intercept, dtype=torch.float64)
-        w0 = torch.as_tensor(pieces.coef, dtype=torch.float64)
-        w = torch.nn.Parameter(torch.as_tensor(pieces.coef, dtype=torch.float64))
+        b = torch.nn.Parameter(torch.tensor(pieces.intercept, dtype=torch.float64))  # copies: b and w change in place
+        b0 = torch.tensor(pieces.intercept, dtype=torch.float64)
+        w0 = torch.tensor(pieces.coef, dtype=torch.float64)
+        w = torch.nn.Parameter(torch.tensor(pieces.coef, dtype=torch.float64))
         # The coefficients are learnt as ``w * feature_scale`` (``actor_units='features'``): Adam's steps are then
         # in action units per standard deviation of each feature, as a network on normalised inputs takes them,
         # instead of per raw unit (a velocity of scale 10 would move the action 100 times faster than an angle of

@@ -100,6 +100,18 @@ def test_the_actors_first_step_moves_every_feature_at_the_pace_its_units_say(pen
     np.testing.assert_allclose(np.abs(new.intercept - old.intercept), lr, rtol=1e-2)
 
 
+def test_the_trust_region_keeps_the_controller_near_where_it_started(pendulum_sac: Path) -> None:
+    teacher = load_teacher(pendulum_sac, env="Pendulum-v1")
+    student = _student(teacher)
+    X = np.random.default_rng(0).normal(size=(500, 3))
+    drift = {}
+    for trust in (0.0, 1e3):
+        tuner = CriticTuner(**{**SMALL, "n_steps": 280, "critic_warmup": 200, "policy_delay": 1, "actor_lr": 1e-3,
+                               "bc_weight": 0.0, "trust_weight": trust}).fit(student, teacher, teacher.env_fn)
+        drift[trust] = np.abs(tuner.final_student_.predict(X) - student.predict(X)).mean()
+    assert drift[1e3] < 0.25 * drift[0.0]
+
+
 @pytest.fixture(scope="module")
 def pendulum_ars(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An untrained sb3-contrib ARS agent: a teacher with neither Q-networks nor a value network."""
