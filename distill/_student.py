@@ -28,6 +28,14 @@ class PolicyStudent(MultiOutputMixin, RegressorMixin, BaseEstimator):
     def _fitted_program(self) -> Program:
         return getattr(self, self._program_attr)
 
+    @classmethod
+    def from_program(cls, program: Program) -> Any:
+        """A fitted student (default parameters) running ``program``, e.g. a saved controller's, to fine-tune it."""
+        new = cls()
+        setattr(new, cls._program_attr, program)
+        new.n_features_in_, new.n_outputs_, new._y_1d = program.obs_dim, program.act_dim, False
+        return new
+
     def with_program(self, program: Program) -> Any:
         """A fitted copy of this estimator that runs ``program`` (after editing or tuning)."""
         check_is_fitted(self)

@@ -208,6 +208,22 @@ def test_finetune_probe_writes_before_and_after(pendulum_sac: Path, tmp_path: Pa
                                                         / res["teacher_return"])
 
 
+def test_finetune_probe_fine_tunes_a_saved_controller(pendulum_sac: Path, tmp_path: Path) -> None:
+    from benchmarks.finetune_probe import EVAL_SEED, main
+    from interp_rl.rollouts import evaluate
+
+    teacher = load_teacher(pendulum_sac, env="Pendulum-v1")
+    saved = tmp_path / "ctrl"
+    _student(teacher, MixturePolicy, n_experts=2, max_terms=2, n_steps=200).to_controller(task="Pendulum-v1").save(saved)
+    main([str(pendulum_sac), "--env", "Pendulum-v1", "--method", "moe", "--controller", str(saved), "--rl-steps", "400",
+          "--episodes", "2", "--trust-weight", "3", "--bc-weight", "0.5", "--name", "saved", "--out", str(tmp_path)])
+    res = json.loads((tmp_path / "saved.json").read_text())
+    assert res["controller"] == str(saved) and res["dagger_history"] == []  # nothing distilled
+    assert "trust_weight=3" in res["rl_settings"] and "bc_weight=0.5" in res["rl_settings"]
+    ctrl = load_controller(saved)
+    assert res["distilled"]["returns"] == list(evaluate(ctrl, teacher.env_fn, 2, seed=EVAL_SEED).returns)
+
+
 def test_scratch_probe_trains_a_sac_mixture_and_judges_it_on_the_probes_episodes(pendulum_sac: Path,
                                                                                  tmp_path: Path, capsys) -> None:
     from benchmarks.scratch_probe import main
