@@ -29,6 +29,7 @@ import numpy as np
 
 from distill.methods import get_method
 from envs.teachers import load_teacher
+from interp_rl.compare import half_of_teacher, percent_of_teacher
 from interp_rl.io import atomic_write_text, json_safe
 from interp_rl.program import load_controller
 from interp_rl.rollouts import evaluate
@@ -38,8 +39,9 @@ EVAL_SEED = 1000
 
 def judge(policy: Any, teacher_mean: float, env_fn: Any, episodes: int) -> dict[str, Any]:
     r = np.asarray(evaluate(policy, env_fn, episodes, seed=EVAL_SEED).returns)
-    return {"percent": 100 * float(r.mean()) / teacher_mean, "worst_percent": 100 * float(r.min()) / teacher_mean,
-            "below_half": int((r < teacher_mean / 2).sum()), "returns": r.tolist()}
+    return {"percent": percent_of_teacher(float(r.mean()), teacher_mean),
+            "worst_percent": percent_of_teacher(float(r.min()), teacher_mean),
+            "below_half": int((r < half_of_teacher(teacher_mean)).sum()), "returns": r.tolist()}
 
 
 def probe(teacher_path: str, method: str, size: int, rl_steps: int, seed: int, iterations: int,

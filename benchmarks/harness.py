@@ -117,13 +117,16 @@ def _failure_rate(controller: Any, teacher: Any, teacher_mean: float, episodes: 
     """How often the controller fails: the share of ``episodes`` extra episodes below half the teacher's mean."""
     if episodes <= 0:
         return None
+    from interp_rl.compare import half_of_teacher, percent_of_teacher
     from interp_rl.rollouts import evaluate
 
     returns = np.asarray(evaluate(controller, teacher.env_fn, episodes, seed=seed + FAILURE_SEED_OFFSET).returns)
-    below = int((returns < 0.5 * teacher_mean).sum())
-    return {"episodes": episodes, "first_seed": seed + FAILURE_SEED_OFFSET, "threshold": 0.5 * teacher_mean,
-            "below_half": below, "rate": below / episodes, "worst_percent_of_teacher": 100 * float(returns.min())
-            / teacher_mean if teacher_mean else None, "returns": returns.tolist()}
+    threshold = half_of_teacher(teacher_mean)
+    below = int((returns < threshold).sum())
+    return {"episodes": episodes, "first_seed": seed + FAILURE_SEED_OFFSET, "threshold": threshold,
+            "below_half": below, "rate": below / episodes, "worst_percent_of_teacher":
+            percent_of_teacher(float(returns.min()), teacher_mean) if teacher_mean else None,
+            "returns": returns.tolist()}
 
 
 def _piece_usage(controller: Any, states: np.ndarray) -> dict[str, Any] | None:

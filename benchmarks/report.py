@@ -23,6 +23,7 @@ import numpy as np
 from benchmarks.harness import load_records
 from benchmarks.stats import interval_estimate
 from benchmarks.suite import TARGET_KEYS
+from interp_rl.compare import half_of_teacher, percent_of_teacher
 from interp_rl.errors import InterpRLError
 from interp_rl.io import atomic_write_bytes, atomic_write_text
 
@@ -65,7 +66,7 @@ class Group:
     @property
     def worst_percent(self) -> float:
         """The worst single episode over all seeds, as % of its cell's teacher mean return."""
-        worst = [100.0 * min(r["student"]["returns"]) / r["teacher"]["return_mean"] for r in self.records
+        worst = [percent_of_teacher(min(r["student"]["returns"]), r["teacher"]["return_mean"]) for r in self.records
                  if r["student"].get("returns") and r["teacher"].get("return_mean")]
         return min(worst) if worst else float("nan")
 
@@ -78,7 +79,8 @@ class Group:
             if fail:
                 flags += [ret < fail["threshold"] for ret in fail["returns"]]
             elif r["teacher"].get("return_mean"):
-                flags += [ret < 0.5 * r["teacher"]["return_mean"] for ret in r["student"].get("returns") or []]
+                half = half_of_teacher(r["teacher"]["return_mean"])
+                flags += [ret < half for ret in r["student"].get("returns") or []]
         return flags
 
     @property
@@ -468,7 +470,9 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
           f"`interp-rl report RESULTS`.")
     doc.p("Every cell distils the teacher once and evaluates teacher and controller on the same "
           f"{records[0]['episodes']} episodes (reset seeds seed, seed+1, …) of the `-v5` task. "
-          "% of teacher = controller return / teacher return on those episodes. Across seeds, "
+          "% of teacher = controller return / teacher return on those episodes (for a teacher whose mean "
+          "return is negative, a cost as on Reacher, 100 × (1 + (controller − teacher) / |teacher|), so that "
+          "higher is better there too; below half = below 50% on that scale). Across seeds, "
           "% of teacher is the **interquartile mean** with a 95% **stratified-bootstrap** interval "
           f"({reps} resamples; runs resampled within each task), as rliable computes them; with one seed it "
           "is that seed's value. Fidelity: R² of the controller's actions against the teacher's, on "

@@ -325,8 +325,10 @@ def evaluate(
     if len(results) == 2:
         t_mean, c_res = results[0][1].mean_return, results[1][1]
         if t_mean:
-            out.print(f"The controller keeps {100 * c_res.mean_return / t_mean:.1f}% of the teacher's mean return; "
-                      f"its worst episode {100 * min(c_res.returns) / t_mean:.1f}%.")
+            from interp_rl.compare import percent_of_teacher
+
+            out.print(f"The controller keeps {percent_of_teacher(c_res.mean_return, t_mean):.1f}% of the teacher's "
+                      f"mean return; its worst episode {percent_of_teacher(min(c_res.returns), t_mean):.1f}%.")
     if json_out is not None:
         from dataclasses import replace
 

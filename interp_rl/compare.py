@@ -10,13 +10,34 @@ import numpy as np
 from interp_rl.policy import Policy
 from interp_rl.rollouts import EvalResult, collect, evaluate
 
-__all__ = ["FIDELITY_NOTE", "compare", "fidelity"]
+__all__ = ["FIDELITY_NOTE", "compare", "fidelity", "half_of_teacher", "percent_of_teacher"]
 
 #: What the fidelity R² means, for people reading it next to a return.
 FIDELITY_NOTE = ("Fidelity R² compares the controller's actions with the teacher's on the same states (1: "
                  "identical; 0: no better than the teacher's mean action; below 0: worse). A controller can "
                  "act differently from its teacher yet as well, so a low or negative R² next to a high % of "
                  "teacher is no contradiction.")
+
+
+def percent_of_teacher(returns: Any, teacher_mean: float) -> Any:
+    """A return as % of the teacher's mean, higher always better: ``100 * (1 + (R - T) / |T|)``.
+
+    For a teacher with a positive mean this is ``100 * R / T``. On tasks whose returns are
+    negative (Reacher, Pendulum: costs) the plain ratio would turn around (a student at -4 against
+    a teacher at -3 would read 133%); here it reads 67%: a third of the teacher's return worse.
+    NaN when the teacher's mean is 0.
+
+    >>> percent_of_teacher(80.0, 100.0), percent_of_teacher(-4.0, -3.0), percent_of_teacher(-2.0, -4.0)
+    (80.0, 66.66666666666667, 150.0)
+    """
+    r = np.asarray(returns, dtype=np.float64)
+    out = 100.0 * (1.0 + (r - teacher_mean) / abs(teacher_mean)) if teacher_mean else np.full_like(r, np.nan)
+    return float(out) if out.ndim == 0 else out
+
+
+def half_of_teacher(teacher_mean: float) -> float:
+    """The return at 50% of the teacher (:func:`percent_of_teacher`): below it an episode counts as failed."""
+    return float(teacher_mean - 0.5 * abs(teacher_mean))
 
 
 def fidelity(student: Policy, observations: np.ndarray, teacher_actions: np.ndarray) -> dict[str, float]:
@@ -60,8 +81,8 @@ def compare(student: Policy, teacher: Policy, env_fn: Callable[[int], Any], *, e
         "student_returns": s_res.returns,
         "student_lengths": s_res.lengths,
         "worst_student_return": worst,
-        "percent_of_teacher": 100.0 * s_res.mean_return / t_mean if t_mean else float("nan"),
-        "worst_percent_of_teacher": 100.0 * worst / t_mean if t_mean else float("nan"),
+        "percent_of_teacher": percent_of_teacher(s_res.mean_return, t_mean),
+        "worst_percent_of_teacher": percent_of_teacher(worst, t_mean),
         "fidelity_teacher_states": fidelity(student, on_teacher.observations, on_teacher.actions),
         "fidelity_student_states": fidelity(student, on_student.observations, on_student.actions),
     }

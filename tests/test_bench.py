@@ -22,6 +22,7 @@ from benchmarks.report import pareto_front, summarise, write_report
 from benchmarks.stats import interval_estimate, iqm, stratified_bootstrap_ci
 from benchmarks.suite import SuiteError, builtin_suites, load_suite
 from interp_rl.cli import app
+from interp_rl.compare import half_of_teacher, percent_of_teacher
 
 CLI = [sys.executable, "-m", "interp_rl.cli"]
 runner = CliRunner()
@@ -113,6 +114,17 @@ def bench_run(tiny_teacher: Path, tmp_path_factory: pytest.TempPathFactory) -> t
 
 
 # ----------------------------------------------------------------------------- statistics
+def test_percent_of_teacher_is_higher_for_better_returns_whatever_the_sign() -> None:
+    """Reacher's and Pendulum's returns are costs (negative): a worse controller must not read above 100%."""
+    assert percent_of_teacher(50.0, 200.0) == pytest.approx(25.0)  # the plain ratio for a positive teacher
+    assert percent_of_teacher(-4.0, -3.0) == pytest.approx(100 * (1 - 1 / 3))  # worse than the teacher: below 100
+    assert percent_of_teacher(-1.5, -3.0) == pytest.approx(150.0)  # half the cost: better
+    np.testing.assert_allclose(percent_of_teacher(np.array([-3.0, -6.0]), -3.0), [100.0, 0.0])
+    assert half_of_teacher(200.0) == 100.0 and half_of_teacher(-3.0) == -4.5
+    assert percent_of_teacher(half_of_teacher(-3.0), -3.0) == pytest.approx(50.0)
+    assert np.isnan(percent_of_teacher(1.0, 0.0))
+
+
 def test_iqm_trims_a_quarter_from_each_end() -> None:
     x = np.array([0.0, 1, 2, 3, 4, 5, 6, 100])
     assert iqm(x) == pytest.approx(np.mean([2, 3, 4, 5]))
