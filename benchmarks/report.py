@@ -89,6 +89,21 @@ class Group:
         flags = self._failure_flags()
         return 100.0 * float(np.mean(flags)) if flags else float("nan")
 
+    @property
+    def teacher_reference(self) -> tuple[float, float]:
+        """The teacher against itself on its evaluation episodes, all seeds: (worst episode %, % below half).
+
+        What the worst-episode and below-half figures mean depends on the task: on Reacher the teacher's
+        own episodes spread (the target's distance sets the cost), so it falls below half its mean itself.
+        """
+        worst, flags = [], []
+        for r in self.records:
+            t = r["teacher"]
+            if t.get("returns") and t.get("return_mean"):
+                worst.append(percent_of_teacher(min(t["returns"]), t["return_mean"]))
+                flags += [ret < half_of_teacher(t["return_mean"]) for ret in t["returns"]]
+        return (min(worst) if worst else float("nan"), 100.0 * float(np.mean(flags)) if flags else float("nan"))
+
     def median_record(self) -> dict[str, Any]:
         runs = sorted(self.records, key=lambda r: _num(r["percent_of_teacher"]))
         return runs[(len(runs) - 1) // 2]
@@ -502,18 +517,24 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
         doc.h(2, "Targets")
         doc.p("The suite's targets: " + "; ".join(TARGET_KEYS[k].format(v) for k, v in targets.items())
               + ". Every group (teacher, method, size; its seeds together: the mean of the seeds' means, the "
-              "worst episode of all, the share of all failure-rate episodes) against them; a miss says by how much.")
+              "worst episode of all, the share of all failure-rate episodes) against them; a miss says by how much. "
+              "Next to them, the teacher against its own mean on its evaluation episodes: where the teacher "
+              "itself has a low worst episode or episodes below half (Reacher: the target's distance sets the "
+              "cost), those two targets measure the task more than the controller.")
         rows = []
         for teacher, groups in summary.items():
             for g in groups:
                 checks = target_checks(g, targets)
+                t_worst, t_below = g.teacher_reference
                 rows.append([teacher, g.method, str(g.size), _f(g.mean("size", "parameters"), ".0f"),
                              _f(float(np.mean(g.percents)) if g.percents else None, ".1f"),
                              _f(g.worst_percent, ".1f"), _f(g.below_half, ".1f"),
+                             f"{_f(t_worst, '.1f')} / {_f(t_below, '.1f')}",
                              "all" if checks and all(ok for ok, _ in checks.values()) else
                              "; ".join(text for ok, text in checks.values() if not ok) or "–"])
         doc.table(["teacher", "method", "size", "parameters", "mean % of teacher", "worst episode %",
-                   "% of episodes below half", "targets met, or the misses"], rows)
+                   "% of episodes below half", "the teacher itself: worst % / % below half",
+                   "targets met, or the misses"], rows)
 
     agg = aggregate(summary, reps=reps, seed=seed)
     if agg:

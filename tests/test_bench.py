@@ -424,6 +424,11 @@ def test_report_tables_match_the_records(report: Path) -> None:
         assert set(checks) == set(targets)
         verdict = "all" if all(ok for ok, _ in checks.values()) else "; ".join(t for ok, t in checks.values() if not ok)
         assert f"| IP-SAC | {g.method} | {g.size} |" in md and verdict in md
+        t_worst, t_below = g.teacher_reference  # the teacher against itself, for reference
+        ts = [np.array(r["teacher"]["returns"]) for r in g.records]
+        assert t_worst == pytest.approx(min(percent_of_teacher(t.min(), t.mean()) for t in ts))
+        assert t_below == pytest.approx(100 * np.mean(np.concatenate([t < half_of_teacher(t.mean()) for t in ts])))
+        assert f"| {t_worst:.1f} / {t_below:.1f} |" in md
         params = g.mean("size", "parameters")
         assert checks["parameters"][0] == (params <= 20)
         if params > 20:
