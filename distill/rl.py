@@ -464,7 +464,9 @@ class CriticTuner(BaseEstimator):
                 with torch.no_grad():
                     act = actor(torch.as_tensor(before), torch.as_tensor(pieces.assign(before)))[0].numpy()
                 act = np.clip(act + rng.normal(size=act.shape) * self.exploration_noise * half, t_low, t_high)
-                label = np.asarray(teacher.predict(before), dtype=np.float64).reshape(act.shape)
+                # The teacher's labels serve only TD3+BC's pull: without it, no teacher forward pass per step.
+                label = (np.asarray(teacher.predict(before), dtype=np.float64).reshape(act.shape) if self.bc_weight
+                         else act)
                 nxt = np.empty_like(before)
                 rew, done = np.zeros(len(envs)), np.zeros(len(envs))
                 for i, env in enumerate(envs):
