@@ -347,17 +347,17 @@ class CriticTuner(BaseEstimator):
 
         tanh_squash = pieces.squash == "tanh"
 
-        def actor(x: Any, piece: Any) -> Any:
-            y = b[piece] + torch.einsum("nkd,nd->nk", weights()[piece] * mask[piece], x)
+        def pieces_act(intercept: Any, coef: Any, x: Any, piece: Any) -> tuple[Any, Any]:
+            y = intercept[piece] + torch.einsum("nkd,nd->nk", coef[piece] * mask[piece], x)
             if tanh_squash:  # SAC-trained mixtures: the affine output is squashed into the bounds
                 y = lo_t + 0.5 * (torch.tanh(y) + 1.0) * (hi_t - lo_t)
             return torch.minimum(torch.maximum(y, lo_t), hi_t), y
 
+        def actor(x: Any, piece: Any) -> tuple[Any, Any]:
+            return pieces_act(b, weights(), x, piece)
+
         def start_actor(x: Any, piece: Any) -> Any:
-            y = b0[piece] + torch.einsum("nkd,nd->nk", w0[piece] * mask[piece], x)
-            if tanh_squash:
-                y = lo_t + 0.5 * (torch.tanh(y) + 1.0) * (hi_t - lo_t)
-            return torch.minimum(torch.maximum(y, lo_t), hi_t)
+            return pieces_act(b0, w0, x, piece)[0]
 
         def program_now() -> Any:
             with torch.no_grad():
@@ -411,9 +411,10 @@ class CriticTuner(BaseEstimator):
         history: list[dict[str, Any]] = [{"step": 0, **first, "seconds": 0.0}]
         t0 = time.perf_counter()
         steps, updates, owed, next_eval = 0, 0, 0.0, min(self.eval_every, self.n_steps)
-        scaled_once: list[bool] = []
+        in_units = self.actor_units != "features"  # the coefficients are in the units the actor learns in
 
         def update() -> None:
+            nonlocal in_units
             idx = buf.sample(rng, self.batch_size)
             o, o2 = buf.obs[idx], buf.next_obs[idx]
             x, x2 = torch.as_tensor(o), torch.as_tensor(o2)
@@ -433,8 +434,8 @@ class CriticTuner(BaseEstimator):
             q_loss.backward()
             q_opt.step()
             if steps > self.critic_warmup and updates % self.policy_delay == 0:
-                if self.actor_units == "features" and not scaled_once:
-                    scaled_once.append(True)
+                if not in_units:
+                    in_units = True
                     spread = torch.as_tensor(buf.obs[:buf.n].std(axis=0))
                     with torch.no_grad():
                         feature_scale.copy_(torch.where(spread > 1e-8, spread, torch.ones_like(spread)))
@@ -443,14 +444,13 @@ class CriticTuner(BaseEstimator):
                 q1 = qs(q_net, q_in(o), scaled(a))[0]
                 lam = 1.0 / q1.abs().mean().detach().clamp_min(1e-6)
                 label = torch.as_tensor(buf.label[idx])
+                trust = 0.0
                 if self.trust_weight:
                     with torch.no_grad():
                         a0 = start_actor(x, piece)
-                    a_loss = self.trust_weight * (((a - a0) / half_t) ** 2).mean()
-                else:
-                    a_loss = 0.0
-                a_loss = a_loss + (-(lam * q1).mean() + self.bc_weight * (((a - label) / half_t) ** 2).mean()
-                          + (((y - a) / half_t) ** 2).mean())  # pulls clipped pre-actions back in bounds
+                    trust = self.trust_weight * (((a - a0) / half_t) ** 2).mean()
+                a_loss = trust + (-(lam * q1).mean() + self.bc_weight * (((a - label) / half_t) ** 2).mean()
+                                  + (((y - a) / half_t) ** 2).mean())  # pulls clipped pre-actions back in bounds
                 a_opt.zero_grad()
                 a_loss.backward()
                 a_opt.step()
