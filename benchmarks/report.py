@@ -27,8 +27,8 @@ from interp_rl.compare import half_of_teacher, percent_of_teacher
 from interp_rl.errors import InterpRLError
 from interp_rl.io import atomic_write_bytes, atomic_write_text
 
-__all__ = ["Group", "aggregate", "chosen", "explanations", "pareto_front", "summarise", "target_checks",
-           "write_report"]
+__all__ = ["Group", "aggregate", "chosen", "closest", "explanations", "load_tried", "pareto_front", "summarise",
+           "target_checks", "where_short", "write_report"]
 
 TARGET = 90.0
 FIGURES = "figures"
@@ -141,6 +141,81 @@ def target_checks(g: Group, targets: dict[str, float]) -> dict[str, tuple[bool, 
         t = targets["parameters"]
         out["parameters"] = (params <= t, f"{params:.0f} parameters" + ("" if params <= t else f" (limit {t:g})"))
     return out
+
+
+def closest(groups: list[Group], targets: dict[str, float]) -> tuple[Group, dict[str, tuple[bool, str]]] | None:
+    """The group that meets the most ``targets``, ties broken by the highest mean % of teacher."""
+    judged = [(g, target_checks(g, targets)) for g in groups if g.percents]
+    if not judged:
+        return None
+    return max(judged, key=lambda gc: (sum(ok for ok, _ in gc[1].values()), float(np.nanmean(gc[0].percents))))
+
+
+def load_tried(results: Path) -> list[dict[str, str]]:
+    """``RESULTS/tried.toml``: experiments outside the suite, ``[[tried]]`` tables of ``teacher`` (a suite
+    teacher's name, or ``"*"``), ``what``, ``result`` and ``command``. Missing file: none."""
+    import tomllib
+
+    path = Path(results) / "tried.toml"
+    if not path.is_file():
+        return []
+    try:
+        entries = tomllib.loads(path.read_text(encoding="utf-8")).get("tried", [])
+    except tomllib.TOMLDecodeError as e:
+        raise InterpRLError(f"{str(path)!r} is not valid TOML ({e}); expected [[tried]] tables.") from None
+    out = []
+    for i, entry in enumerate(entries):
+        missing = [k for k in ("teacher", "what", "result", "command") if not isinstance(entry.get(k), str)]
+        if missing:
+            raise InterpRLError(f"{str(path)!r}: [[tried]] entry {i + 1} lacks {', '.join(missing)} (expected "
+                                "the strings teacher, what, result and command).")
+        out.append(entry)
+    return out
+
+
+def where_short(summary: dict[str, list[Group]], targets: dict[str, float],
+                tried: list[dict[str, str]] = ()) -> list[str]:
+    """One line per teacher: the controller closest to ``targets``, its misses, and what was tried.
+
+    >>> def rec(pct, worst):
+    ...     return {"percent_of_teacher": pct, "cell": {"seed": 0}, "size": {"parameters": 900},
+    ...             "student": {"returns": [worst, pct]}, "teacher": {"return_mean": 100.0}}
+    >>> summary = {"T": [Group("Task-v5", "T", "moe", 8, [rec(80.0, 76.0)]),
+    ...                  Group("Task-v5", "T", "moe-rl", 8, [rec(85.0, 40.0)])]}
+    >>> import textwrap
+    >>> print(textwrap.fill(where_short(summary, {"percent": 90, "worst_percent": 75},
+    ...                   [{"teacher": "T", "what": "noise", "result": "82%", "command": "run"}])[0], 110))
+    **T**: closest moe 8 (900 parameters): mean 80.0% (10.0 short of 90%). Tried: moe 8 (80.0% / worst 76.0%),
+    moe-rl 8 (85.0% / worst 40.0%), 1 seed(s); also noise: 82% (`run`).
+    """
+    lines = []
+    for teacher, groups in summary.items():
+        best = closest(groups, targets)
+        if best is None:
+            continue
+        g, checks = best
+        misses = [text for ok, text in checks.values() if not ok]
+        head = (f"**{teacher}**: " + (f"met by {g.method} {g.size}" if not misses else
+                                      f"closest {g.method} {g.size}") +
+                f" ({_f(g.mean('size', 'parameters'), '.0f')} parameters)")
+        ok_groups = [f"{h.method} {h.size}" for h in groups
+                     if h is not g and (c := target_checks(h, targets)) and all(ok for ok, _ in c.values())]
+        line = head + (": " + "; ".join(misses) if misses else "") + "."
+        if ok_groups:
+            line += " Also meeting every target: " + ", ".join(ok_groups) + "."
+        seeds = max(len(h.records) for h in groups)
+        line += (" Tried: " + ", ".join(f"{h.method} {h.size} ({float(np.nanmean(h.percents)):.1f}% / worst "
+                                         f"{h.worst_percent:.1f}%)" for h in groups if h.percents)
+                 + f", {seeds} seed(s)")
+        extra = [t for t in tried if t["teacher"] in (teacher, "*")]
+        if extra:
+            line += "; also " + "; ".join(f"{t['what']}: {t['result']} (`{t['command']}`)" for t in extra)
+        lines.append(line + ("" if line.endswith(".") else "."))
+    unknown = sorted({t["teacher"] for t in tried} - set(summary) - {"*"})
+    if unknown:
+        raise InterpRLError(f"tried.toml names teacher(s) {', '.join(map(repr, unknown))} that have no records "
+                            f"(expected one of {', '.join(map(repr, summary))} or '*').")
+    return lines
 
 
 def _pct(v: float | None) -> float | None:
@@ -535,6 +610,13 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
         doc.table(["teacher", "method", "size", "parameters", "mean % of teacher", "worst episode %",
                    "% of episodes below half", "the teacher itself: worst % / % below half",
                    "targets met, or the misses"], rows)
+
+        tried = load_tried(res)
+        doc.h(3, "Where short")
+        doc.p("Per teacher, the controller closest to the targets (most targets met, then the highest mean), "
+              "what it misses, and what was tried: the suite's methods on that teacher and, from "
+              "`tried.toml` in the results folder, the experiments outside the suite with their commands.")
+        doc.bullets(where_short(summary, targets, tried))
 
     agg = aggregate(summary, reps=reps, seed=seed)
     if agg:

@@ -441,6 +441,41 @@ def test_report_tables_match_the_records(report: Path) -> None:
     assert "x[" not in md
 
 
+def test_report_says_per_teacher_where_it_falls_short_and_what_was_tried(report: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from benchmarks.report import closest, target_checks
+
+    targets = {"percent": 90, "worst_percent": 75, "below_half": 1, "parameters": 20}
+    groups = summarise(load_records(report))["IP-SAC"]
+    g, checks = closest(groups, targets)
+    met = sum(ok for ok, _ in checks.values())
+    assert all(sum(ok for ok, _ in target_checks(h, targets).values()) <= met for h in groups)
+    md = (report / "report.md").read_text()
+    assert "### Where short" in md
+    line = next(x for x in md.splitlines() if x.startswith("- **IP-SAC**"))
+    assert f"{g.method} {g.size}" in line and "Tried: tree 2 (" in line and "tree-constant 2 (" in line
+    head = line.split(" Tried: ")[0]
+    assert head.startswith(f"- **IP-SAC**: {'met by' if met == len(checks) else 'closest'} {g.method} {g.size}")
+    misses = head.split(" parameters)", 1)[1]
+    for ok, text in checks.values():
+        assert (text in misses) != ok  # the misses, and only those
+    # experiments outside the suite, from the results folder's tried.toml
+    copy = tmp_path / "res"
+    shutil.copytree(report, copy)
+    (copy / "tried.toml").write_text('[[tried]]\nteacher = "IP-SAC"\nwhat = "DART noise 0.3"\nresult = "99% / worst 98%"\n'
+                                     'command = "interp-rl distill tree --action-noise 0.3"\n')
+    write_report(copy, seed=0)
+    md = (copy / "report.md").read_text()
+    assert "also DART noise 0.3: 99% / worst 98% (`interp-rl distill tree --action-noise 0.3`)" in md
+    (copy / "tried.toml").write_text('[[tried]]\nteacher = "Nope"\nwhat = "x"\nresult = "y"\ncommand = "z"\n')
+    res = runner.invoke(app, ["report", str(copy)])
+    assert res.exit_code == 1 and "tried.toml names teacher(s) 'Nope' that have no records" in res.output
+    (copy / "tried.toml").write_text('[[tried]]\nteacher = "IP-SAC"\nwhat = "x"\n')
+    res = runner.invoke(app, ["report", str(copy)])
+    assert res.exit_code == 1 and "lacks result, command" in res.output
+
+
 def test_report_is_reproducible(report: Path, tmp_path: Path) -> None:
     write_report(report, tmp_path / "again", seed=0)
     assert (tmp_path / "again" / "report.md").read_text() == (report / "report.md").read_text()
