@@ -183,9 +183,15 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     provenance = _provenance(spec, teacher)
     work = res / "cells" / c.id
     remove_stale_temps(work)  # a killed run's half-written temporaries; the files they replace are intact
+    start = None
+    if mspec.start is not None:  # fine-tune the start method's controller of this teacher, size and seed
+        first = Cell(c.teacher, mspec.start, c.size, c.seed)
+        if not record_path(res, first).is_file():
+            raise InterpRLError(f"Cell {c.id} starts from cell {first.id}, which has no record yet; run it first.")
+        start = res / "cells" / first.id
     if not (work / METRICS_FILE).is_file():  # else: distilled before the run was stopped
         run_job(method, teacher, settings, work, features=features, actions=actions, provenance=provenance,
-                resume=(work / "config.json").is_file(), evaluate_student=False)
+                resume=(work / "config.json").is_file(), evaluate_student=False, start=start)
     made = json.loads((work / METRICS_FILE).read_text())
     controller = load_controller(work)
     exports = write_exports(controller, work, force=True)
@@ -241,7 +247,7 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
         "distill_seconds": made["distill_seconds"],
         "attribution_agreement": None,
         "details": {k: made.get(k) for k in ("weighting", "best_round", "samples", "dagger_history", "tuning",
-                                             "rl", "fit_facts")},
+                                             "rl", "fit_facts", "start")},
         "config": config,
         "controller": f"cells/{c.id}",
         "versions": versions(),
@@ -292,10 +298,18 @@ def _check_compatible(before: dict[str, Any], now: dict[str, Any], res: Path) ->
         old = {x[name_key]: x for x in before.get(kind, [])}
         for x in now[kind]:
             prev = old.get(x[name_key])
-            if prev is not None and {k: v for k, v in prev.items() if k != "sizes"} != {
-                    k: v for k, v in x.items() if k != "sizes"}:
+            # 'start' may come or go: a method starting from another's cell is checked to distil with the
+            # same settings, so its controllers are the ones its own distillation makes (same seed).
+            if prev is not None and {k: v for k, v in prev.items() if k not in ("sizes", "start")} != {
+                    k: v for k, v in x.items() if k not in ("sizes", "start")}:
                 raise InterpRLError(f"{where}: {kind[:-1]} {x[name_key]!r} has other settings there; give it "
                                     "another name or choose another results folder.")
+
+
+def _start_cell(suite: Suite, cell: Cell) -> Cell | None:
+    """The cell whose controller ``cell`` fine-tunes (its method's ``start``), or ``None``."""
+    first = suite.method(cell.method).start
+    return None if first is None else Cell(cell.teacher, first, cell.size, cell.seed)
 
 
 def _suite_label(suite: Suite) -> str:
@@ -479,6 +493,11 @@ def run_suite(
     todo: list[Cell] = []
     for cell in cells:
         (result.skipped if record_path(res, cell).is_file() else todo).append(cell)
+    starts = {c: _start_cell(suite, c) for c in todo}
+    for cell, first in list(starts.items()):  # a start cell not asked for, and not run yet, runs first
+        if first is not None and first not in starts and not record_path(res, first).is_file():
+            todo.insert(todo.index(cell), first)
+            starts[first] = None
     if result.skipped:
         say(f"{len(result.skipped)} of {len(cells)} cells already have records; "
             f"running the other {len(todo)}.")
@@ -498,8 +517,24 @@ def run_suite(
 
         try:
             while queue or jobs.pending:
-                while queue and len(jobs.pending) < workers:
-                    jobs.submit(queue.pop(0), *args)
+                while len(jobs.pending) < workers:
+                    # the first queued cell whose start cell (if any) has its record; a failed start fails it
+                    ready = next((c for c in queue if starts[c] is None or record_path(res, starts[c]).is_file()
+                                  or starts[c].id in result.failed), None)
+                    if ready is None:
+                        break
+                    queue.remove(ready)
+                    if starts[ready] is not None and starts[ready].id in result.failed:
+                        result.failed[ready.id] = f"its start cell {starts[ready].id} failed"
+                        bar.console.print(f"{ready.id} skipped: its start cell {starts[ready].id} failed",
+                                          markup=False)
+                        bar.advance(job)
+                        continue
+                    jobs.submit(ready, *args)
+                if not jobs.pending:  # nothing runs and nothing can start: say so rather than hang
+                    for c in queue:
+                        result.failed[c.id] = f"its start cell {starts[c].id} never ran"
+                    break
                 bar.update(job, description=describe())
                 for cell, record, error in jobs.next_done():
                     if error is None:

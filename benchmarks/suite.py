@@ -66,6 +66,9 @@ class MethodSpec:
     method: str
     sizes: tuple[Any, ...]
     settings: dict[str, Any] = field(default_factory=dict)
+    start: str | None = None
+    """Label of the method whose cell (same teacher, size and seed) this one fine-tunes instead of distilling
+    again: its distillation settings are the same, only what acts after the distillation differs."""
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,34 @@ def _int(data: dict[str, Any], key: str, default: int, low: int, where: str) -> 
     return v
 
 
+def _check_start(m: MethodSpec, methods: list[MethodSpec], where: str) -> None:
+    """A method that starts from another's cells: that method exists, does not itself start from one, is the
+    same distiller with the sizes, and distils with the same settings (so its controller is the one this
+    method's own distillation would make)."""
+    from distill.methods import METHODS
+
+    labels = {x.label: x for x in methods}
+    base = labels.get(m.start)
+    head = f"{where}: [methods.{m.label}] start = {m.start!r}"
+    if base is None or base is m:
+        raise SuiteError(f"{head} must name another method of the suite ({', '.join(sorted(labels))}).")
+    if base.start is not None:
+        raise SuiteError(f"{head}: that method starts from {base.start!r} itself; name a method that distils.")
+    if base.method != m.method:
+        raise SuiteError(f"{head}: that method is {base.method!r}, this one {m.method!r}; they must be the same "
+                         "distiller.")
+    missing = [s for s in m.sizes if s not in base.sizes]
+    if missing:
+        raise SuiteError(f"{head}: that method has no size(s) {', '.join(map(str, missing))}.")
+    method = METHODS[m.method]
+    mine = method.resolve({**m.settings, method.size: m.sizes[0], "seed": 0})
+    theirs = method.resolve({**base.settings, method.size: m.sizes[0], "seed": 0})
+    differ = [k for k in method.distill_settings() if mine[k] != theirs[k]]
+    if differ:
+        raise SuiteError(f"{head}: the distillation settings differ ({', '.join(differ)}); only what acts after "
+                         "the distillation may.")
+
+
 def load_suite(name_or_path: str | Path) -> Suite:
     """A shipped suite by name (``quick``, ``mujoco``, ``demo``) or a suite file by path."""
     from distill.methods import METHODS
@@ -216,7 +247,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
                              "or '-'.")
         if not isinstance(m, dict):
             raise SuiteError(f"{where}: [methods.{label}] must be a table.")
-        bad = sorted(set(m) - {"method", "sizes", "settings"})
+        bad = sorted(set(m) - {"method", "sizes", "settings", "start"})
         if bad:
             raise SuiteError(f"{where}: [methods.{label}] has unknown key(s) {', '.join(bad)}.")
         kind = m.get("method", label)
@@ -233,7 +264,15 @@ def load_suite(name_or_path: str | Path) -> Suite:
         for size in sizes:  # fail now, not an hour into the run
             METHODS[kind].resolve({**settings, METHODS[kind].size: size, "seed": 0},
                                   owner=f"[methods.{label}] in {where[:1].lower()}{where[1:]}")
-        methods.append(MethodSpec(label=label, method=kind, sizes=tuple(sizes), settings=dict(settings)))
+        start = m.get("start")
+        if start is not None and not isinstance(start, str):
+            raise SuiteError(f"{where}: [methods.{label}] 'start' must be the label of another method. "
+                             f"Got {start!r} instead.")
+        methods.append(MethodSpec(label=label, method=kind, sizes=tuple(sizes), settings=dict(settings),
+                                  start=start))
+    for m in methods:
+        if m.start is not None:
+            _check_start(m, methods, where)
     targets = data.get("targets", {})
     if not isinstance(targets, dict) or set(targets) - set(TARGET_KEYS) or not all(
             isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in targets.values()):

@@ -24,6 +24,8 @@ class PolicyStudent(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     #: Attribute holding the fitted program (``program_``; ``tree_`` for trees).
     _program_attr: ClassVar[str] = "program_"
+    #: The program kind the student fits (``Program.kind``).
+    program_kind: ClassVar[str] = ""
 
     def _fitted_program(self) -> Program:
         return getattr(self, self._program_attr)
@@ -31,6 +33,9 @@ class PolicyStudent(MultiOutputMixin, RegressorMixin, BaseEstimator):
     @classmethod
     def from_program(cls, program: Program) -> Any:
         """A fitted student (default parameters) running ``program``, e.g. a saved controller's, to fine-tune it."""
+        if getattr(program, "kind", None) != cls.program_kind:
+            raise bad_value("program", f"{cls.__name__}.from_program", f"a {cls.program_kind} program",
+                            getattr(program, "kind", program))
         new = cls()
         setattr(new, cls._program_attr, program)
         new.n_features_in_, new.n_outputs_, new._y_1d = program.obs_dim, program.act_dim, False

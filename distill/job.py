@@ -57,8 +57,8 @@ class Distillation(BaseEstimator):
     ----------
     student_ : estimator
         The final student (``to_controller`` makes it a :class:`~interp_rl.program.Controller`).
-    dagger_ : DAgger
-        The fitted DAgger (history, data, chosen round).
+    dagger_ : DAgger or None
+        The fitted DAgger (history, data, chosen round); ``None`` when ``fit`` started from a given student.
     tuning_ : dict
         Leaf tuning's returns and history (empty when it did not run).
     rl_ : dict
@@ -82,22 +82,28 @@ class Distillation(BaseEstimator):
 
     def fit(self, teacher: Teacher, env_fn: Callable[[int], Any] | None = None, *,
             checkpoint_dir: str | Path | None = None, resume: bool = False,
-            progress: Callable[[dict[str, Any]], None] | None = None) -> Distillation:
+            progress: Callable[[dict[str, Any]], None] | None = None, start: Any = None) -> Distillation:
         """Distil ``teacher`` in environments from ``env_fn`` (default ``teacher.env_fn``).
 
-        DAgger rounds are checkpointed in ``checkpoint_dir`` (``resume=True`` continues them).
+        DAgger rounds are checkpointed in ``checkpoint_dir`` (``resume=True`` continues them). With
+        ``start`` (a fitted student, e.g. ``PolicyStudent.from_program`` of a saved controller) DAgger is
+        skipped: the fine-tuning steps start from it (``dagger_`` is then ``None``).
         """
         self._validate_params()
         check_teacher(teacher, "Distillation")
         env_fn = env_fn if env_fn is not None else teacher.env_fn
-        dagger = clone(self.dagger or DAgger()).set_params(checkpoint_dir=checkpoint_dir)
-        dagger.fit(teacher, env_fn, resume=resume, progress=progress)
-        student = dagger.student_
+        if start is None:
+            dagger: DAgger | None = clone(self.dagger or DAgger()).set_params(checkpoint_dir=checkpoint_dir)
+            dagger.fit(teacher, env_fn, resume=resume, progress=progress)
+            student = dagger.student_
+            scale = dagger.X_.std(axis=0)
+        else:
+            dagger, student, scale = None, start, None
         self.tuning_: dict[str, Any] = {}
         if self.tuner is not None and self.tuner.n_iter > 0:
             tuner = clone(self.tuner)
             t0 = time.perf_counter()
-            tuner.fit(student, env_fn, feature_scale=dagger.X_.std(axis=0), progress=progress)
+            tuner.fit(student, env_fn, feature_scale=scale, progress=progress)
             student = tuner.student_
             self.tuning_ = {"initial_return": tuner.initial_return_, "best_return": tuner.best_return_,
                             "history": tuner.history_, "seconds": time.perf_counter() - t0}
@@ -146,6 +152,7 @@ def run_job(
     resume: bool = False,
     progress: Callable[[dict[str, Any]], None] | None = None,
     evaluate_student: bool = True,
+    start: str | Path | None = None,
 ) -> dict[str, Any]:
     """Distil ``teacher`` by ``method`` with ``settings`` and write everything about it to ``out_dir``.
 
@@ -156,6 +163,10 @@ def run_job(
     are kept in ``out_dir/checkpoint`` so an interrupted run loses no completed round
     (``resume=True`` continues it). With ``evaluate_student=False`` the final evaluation
     (returns and fidelity) is left to the caller, as the benchmark harness does.
+
+    With ``start`` (a folder holding a saved controller of this method's kind, for the teacher's task)
+    no DAgger runs: the method's fine-tuning (``rl_steps``, leaf tuning) starts from that controller, and
+    ``distill_seconds`` adds the time the start took to make (its own ``metrics.json``).
 
     Returns
     -------
@@ -182,9 +193,12 @@ def run_job(
         diff = sorted(k for k in set(saved) | set(resolved) if saved.get(k) != resolved.get(k))
         if diff:
             raise InterpRLError(f"Cannot resume {str(out)!r} with different settings ({', '.join(diff)}).")
+    begin = _start_student(method, estimator, teacher, start, features) if start is not None else None
     out.mkdir(parents=True, exist_ok=True)
     config = {"method": method.name, "settings": resolved, "params": _jsonable(estimator.get_params(deep=True)),
               "task": teacher.task, "teacher": provenance or {}}
+    if begin is not None:
+        config["start"] = str(start)
     atomic_write_text(out / CONFIG_FILE, json.dumps(json_safe(config), indent=1) + "\n")
 
     t0 = time.perf_counter()
@@ -196,10 +210,14 @@ def run_job(
         if progress is not None:
             progress(row)
 
-    estimator.fit(teacher, checkpoint_dir=ckpt, resume=resume, progress=_progress)
+    estimator.fit(teacher, checkpoint_dir=ckpt, resume=resume, progress=_progress,
+                  start=None if begin is None else begin[0])
     dagger = estimator.dagger_
-    # Rounds finished before an interruption count too: each round records its own time.
-    earlier = sum(r["seconds"] for r in dagger.history_[: len(dagger.history_) - rounds_now])
+    if dagger is not None:
+        # Rounds finished before an interruption count too: each round records its own time.
+        earlier = sum(r["seconds"] for r in dagger.history_[: len(dagger.history_) - rounds_now])
+    else:
+        earlier = begin[1].get("distill_seconds") or 0.0  # the start's own making
     seconds = earlier + time.perf_counter() - t0
 
     metadata: dict[str, Any] = {"method": method.name, "settings": resolved, "teacher": provenance or {}}
@@ -211,16 +229,22 @@ def run_job(
         "task": teacher.task,
         "size": size,
         **size,
-        "weighting": dagger.weighting_,
-        "best_round": dagger.best_round_,
-        "samples": dagger.n_samples_used_,
         "distill_seconds": seconds,
-        "dagger_history": dagger.history_,
         "tuning": estimator.tuning_,
         "rl": estimator.rl_,
-        # what the distilled student reports of its own fit (a mixture: router-tree agreement, usage)
-        "fit_facts": getattr(dagger.student_, "fit_facts", dict)(),
     }
+    if dagger is not None:
+        metrics.update({
+            "weighting": dagger.weighting_, "best_round": dagger.best_round_, "samples": dagger.n_samples_used_,
+            "dagger_history": dagger.history_,
+            # what the distilled student reports of its own fit (a mixture: router-tree agreement, usage)
+            "fit_facts": getattr(dagger.student_, "fit_facts", dict)(),
+        })
+    else:  # the start's distillation, as its own metrics say
+        metrics.update({k: begin[1].get(k) for k in ("weighting", "best_round", "samples", "dagger_history",
+                                                    "fit_facts")})
+        metrics["start"] = {"controller": str(start), "distill_seconds": earlier,
+                            "tuning": begin[1].get("tuning") or {}, "rl": begin[1].get("rl") or {}}
     if evaluate_student:
         metrics.update(compare(controller, teacher, teacher.env_fn, episodes=resolved["eval_episodes"],
                                seed=resolved["seed"], fidelity_steps=resolved["fidelity_steps"]))
@@ -233,6 +257,30 @@ def run_job(
     atomic_write_text(out / METRICS_FILE, json.dumps(json_safe(metrics), indent=1) + "\n")
     shutil.rmtree(ckpt, ignore_errors=True)
     return metrics
+
+
+def _start_student(method: Method, estimator: Distillation, teacher: Teacher, start: str | Path,
+                   features: Sequence[Signal] | None) -> tuple[Any, dict[str, Any]]:
+    """The student running the saved controller in ``start`` and that folder's metrics, checked against the
+    method (same kind of program) and the teacher (same task, same observation features)."""
+    from interp_rl.program import load_controller
+
+    folder = Path(start)
+    ctrl = load_controller(folder)
+    student_cls = type((estimator.dagger or DAgger()).student)
+    if ctrl.kind != student_cls.program_kind:
+        raise InterpRLError(f"The start controller in {str(folder)!r} is a {ctrl.kind} program; method "
+                            f"{method.name!r} fine-tunes {student_cls.program_kind} programs.")
+    if ctrl.task != teacher.task:
+        raise InterpRLError(f"The start controller in {str(folder)!r} is for {ctrl.task}, not the teacher's "
+                            f"task {teacher.task}.")
+    if features is not None and ctrl.program.obs_dim != len(features):
+        raise InterpRLError(f"The start controller in {str(folder)!r} reads {ctrl.program.obs_dim} observation "
+                            f"features; this teacher's {teacher.task} gives {len(features)} (another observation "
+                            "layout?).")
+    made = folder / METRICS_FILE
+    metrics = json.loads(made.read_text()) if made.is_file() else {}
+    return student_cls.from_program(ctrl.program), metrics
 
 
 def _size_text(size: dict[str, int]) -> str:

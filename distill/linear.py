@@ -53,6 +53,8 @@ class LinearPolicy(PolicyStudent):
     [[0.5, 0.0, -0.2, 0.0]]
     """
 
+    program_kind = "linear"
+
     def __init__(
         self,
         *,

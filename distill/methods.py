@@ -136,6 +136,11 @@ class Method:
         return {**{o.name: params[o.params[0]] for o in self.options},
                 **{j.name: j.default for j in JOB_OPTIONS}}
 
+    def distill_settings(self) -> tuple[str, ...]:
+        """The settings that shape the distillation itself (DAgger and its student); the others act after it
+        (leaf tuning, fine-tuning on the return, merging) or on the evaluation."""
+        return tuple(o.name for o in self.options if any(p.startswith("dagger__") for p in o.params))
+
     def build(self, settings: dict[str, Any]) -> Distillation:
         """The estimator with ``settings`` (option names) applied; validates nothing."""
         est = self.make()

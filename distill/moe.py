@@ -97,6 +97,8 @@ class MixturePolicy(PolicyStudent):
     [-2.0, 1.0]
     """
 
+    program_kind = "mixture"
+
     def __init__(
         self,
         *,

@@ -101,6 +101,7 @@ class TreePolicy(PolicyStudent):
     """
 
     _program_attr = "tree_"
+    program_kind = "tree"
 
     def __init__(
         self,

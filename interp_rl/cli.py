@@ -420,6 +420,9 @@ def _distill_command(method: Any) -> Callable[..., None]:
         ("config", Path | None, typer.Option(
             "--config", help="TOML/YAML/JSON file of settings; options given on the command line win."), None),
         ("resume", bool, typer.Option("--resume", help="Continue an interrupted distillation in --out."), False),
+        ("start", Path | None, typer.Option(
+            "--start", help="Folder of a saved controller of this kind to fine-tune (--rl-steps) instead of "
+                            "distilling one."), None),
     ]
     settings_opts = [(o.name, o.type, o.help) for o in method.options] + [
         (j.name, int, j.help) for j in JOB_OPTIONS]
@@ -444,7 +447,8 @@ def _distill_command(method: Any) -> Callable[..., None]:
 
 
 def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path, env: str | None,
-             algo: str | None, legacy_model: bool, config: Path | None, resume: bool) -> None:
+             algo: str | None, legacy_model: bool, config: Path | None, resume: bool,
+             start: Path | None = None) -> None:
     from distill.job import run_job
     from envs import get_task, task_signals
     from envs.teachers import load_teacher
@@ -485,7 +489,7 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
 
         try:
             metrics = run_job(method, t, resolved, out_dir, features=features, actions=actions,
-                              provenance=provenance, resume=resume, progress=on_round)
+                              provenance=provenance, resume=resume, progress=on_round, start=start)
         except InvalidParameterError as exc:  # a setting that does not suit this teacher: say it as typed
             opt = method._option_for(exc)
             raise (exc.renamed(opt.flag, owner) if opt is not None else exc) from None

@@ -89,6 +89,10 @@ settings = {{ leaf_model = "constant", iterations = 1, steps = 500, select_episo
     return path
 
 
+RL_FROM_TREE = ('[methods.tree-rl]\nmethod = "tree"\nsizes = [2]\nstart = "tree"\n'
+                'settings = { iterations = 1, steps = 500, select_episodes = 1, rl_steps = 300, rl_warmup = 100 }\n')
+
+
 def strip_timing(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: strip_timing(v) for k, v in obj.items() if k not in TIMING}
@@ -198,6 +202,20 @@ def test_shipped_suites_load_and_expand_to_cells() -> None:
     assert demo.teachers[0].train is not None and len(demo.cells()) == 6
     quick = load_suite("quick")
     assert [c.id for c in quick.cells(seeds=[1])] == ["Swimmer-SAC__tree-4__seed1", "Swimmer-SAC__tree-16__seed1"]
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (RL_FROM_TREE.replace('start = "tree"', 'start = "forest"'),
+     "[methods.tree-rl] start = 'forest' must name another method of the suite"),
+    (RL_FROM_TREE.replace("iterations = 1,", "iterations = 2,"),
+     "[methods.tree-rl] start = 'tree': the distillation settings differ (iterations); only what acts after"),
+    (RL_FROM_TREE.replace("sizes = [2]", "sizes = [3]"), "start = 'tree': that method has no size(s) 3."),
+    (RL_FROM_TREE.replace('method = "tree"', 'method = "linear"').replace("sizes = [2]", "sizes = [4]"),
+     "start = 'tree': that method is 'tree', this one 'linear'; they must be the same distiller."),
+])
+def test_bad_start_methods_are_one_line_errors(tmp_path: Path, extra: str, message: str) -> None:
+    with pytest.raises(SuiteError, match=re.escape(message)):
+        load_suite(write_suite(tmp_path, tmp_path / "t.zip", extra=extra))
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -373,6 +391,38 @@ def test_a_results_folder_grows_but_keeps_its_meaning(bench_run: tuple[Path, Pat
     fewer.write_text(suite.read_text().replace("episodes = 10", "episodes = 12"))
     res = runner.invoke(app, ["bench", "--suite", str(fewer), "--out", str(copy)])
     assert res.exit_code == 1 and "with episodes = 10, not 12" in " ".join(res.output.split())
+
+
+def test_a_method_can_fine_tune_another_methods_cells(bench_run: tuple[Path, Path], tmp_path: Path) -> None:
+    from distill.dagger import SELECTION_SEED_OFFSET
+    from envs.teachers import load_teacher
+    from interp_rl.program import load_controller
+    from interp_rl.rollouts import evaluate
+
+    suite, results = bench_run
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    teacher_path = Path(json.loads((copy / "suite.json").read_text())["teachers"][0]["path"])
+    grown = write_suite(tmp_path, teacher_path, extra=RL_FROM_TREE)
+    res = runner.invoke(app, ["bench", "--suite", str(grown), "--out", str(copy), "--methods", "tree-rl",
+                              "--seeds", "0"])
+    assert res.exit_code == 0, res.output
+    recs = records_by_id(copy)
+    tuned, start = recs["IP-SAC__tree-rl-2__seed0"], recs["IP-SAC__tree-2__seed0"]
+    assert tuned["details"]["start"]["controller"] == str(copy / start["controller"])
+    # it started from that controller: the fine-tuning's first held-out return is that controller's
+    ctrl = load_controller(copy / start["controller"])
+    teacher = load_teacher(teacher_path)
+    held_out = evaluate(ctrl, teacher.env_fn, 10, seed=SELECTION_SEED_OFFSET).returns
+    assert tuned["details"]["rl"]["initial_return"] == pytest.approx(float(np.mean(held_out)))
+    assert tuned["details"]["dagger_history"] == start["details"]["dagger_history"]  # no distillation again
+    assert tuned["distill_seconds"] >= start["distill_seconds"]  # the start's making counts
+    # asked alone in a fresh folder, the start cell runs first
+    fresh = tmp_path / "fresh"
+    res = runner.invoke(app, ["bench", "--suite", str(grown), "--out", str(fresh), "--methods", "tree-rl",
+                              "--seeds", "0", "--workers", "2"])
+    assert res.exit_code == 0, res.output
+    assert sorted(records_by_id(fresh)) == ["IP-SAC__tree-2__seed0", "IP-SAC__tree-rl-2__seed0"]
 
 
 def test_ray_executor_gives_the_same_records(bench_run: tuple[Path, Path], tmp_path: Path) -> None:

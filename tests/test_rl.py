@@ -324,3 +324,38 @@ def test_train_policy_moe_bad_input_is_one_line(tmp_path: Path, args: list[str],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 1 and run.stderr.strip().startswith(line) and len(run.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "x").exists()
+
+
+def test_distill_start_fine_tunes_a_saved_controller_from_the_cli(pendulum_sac: Path, tmp_path: Path) -> None:
+    from distill.dagger import SELECTION_SEED_OFFSET
+    from interp_rl.rollouts import evaluate
+
+    teacher = load_teacher(pendulum_sac, env="Pendulum-v1")
+    saved = tmp_path / "saved"
+    _student(teacher, max_terms=2).to_controller(task="Pendulum-v1").save(saved)
+    out = tmp_path / "tuned"
+    run = subprocess.run([*CLI, "distill", "linear", "--teacher", str(pendulum_sac), "--env", "Pendulum-v1",
+                          "--start", str(saved), "--rl-steps", "400", "--rl-warmup", "100", "--eval-episodes", "2",
+                          "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["start"]["controller"] == str(saved) and metrics["dagger_history"] is None  # nothing distilled
+    held_out = evaluate(load_controller(saved), teacher.env_fn, 10, seed=SELECTION_SEED_OFFSET).returns
+    assert metrics["rl"]["initial_return"] == pytest.approx(float(np.mean(held_out)))  # it started there
+    assert json.loads((out / "config.json").read_text())["start"] == str(saved)
+    # a controller of another kind, or of another task, is refused in one line
+    moe = tmp_path / "moe"
+    _student(teacher, MixturePolicy, n_experts=2, max_terms=2, n_steps=100).to_controller(task="Pendulum-v1").save(moe)
+    other = tmp_path / "other"
+    _student(teacher, max_terms=2).to_controller(task="InvertedPendulum-v5").save(other)
+    for start, message in ((moe, f"The start controller in {str(moe)!r} is a mixture program; method 'linear' "
+                                 "fine-tunes linear programs."),
+                           (other, f"The start controller in {str(other)!r} is for InvertedPendulum-v5, not the "
+                                   "teacher's task Pendulum-v1.")):
+        run = subprocess.run([*CLI, "distill", "linear", "--teacher", str(pendulum_sac), "--env", "Pendulum-v1",
+                              "--start", str(start), "--rl-steps", "100", "--out", str(tmp_path / "x")],
+                             capture_output=True, text=True, timeout=600)
+        assert run.returncode == 1 and run.stderr.strip() == f"Error: {message}"
+    with pytest.raises(InvalidParameterError, match="The 'program' parameter of LinearPolicy.from_program must be "
+                                                    "a linear program. Got 'mixture' instead."):
+        LinearPolicy.from_program(load_controller(moe).program)
