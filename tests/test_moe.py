@@ -94,6 +94,28 @@ def test_same_seed_same_mixture_and_clone_refits() -> None:
     assert json.dumps(a.program_.to_dict()) == json.dumps(b.program_.to_dict())
 
 
+def test_router_scores_add_each_experts_terms_left_to_right_as_the_c_export_does() -> None:
+    rng = np.random.default_rng(8)
+    router_coef = rng.normal(size=(4, 6)) * (rng.uniform(size=(4, 6)) < 0.5)  # uneven term counts
+    router_coef[3] = 0.0
+    prog = MixtureProgram(expert_intercept=np.zeros((4, 1)), expert_coef=np.zeros((4, 1, 6)),
+                          router_intercept=rng.normal(size=4), router_coef=router_coef)
+    X = rng.normal(size=(300, 6)) * 1e3
+    plain = np.empty((300, 4))
+    for m in range(4):
+        for i, x in enumerate(X):
+            total = prog.router_intercept[m]
+            for j, w in prog.router_terms(m):
+                total = total + w * x[j]
+            plain[i, m] = total
+    assert np.array_equal(prog.scores(X), plain)
+    prog.router_coef[0, :] = 1.0  # edited in place: the cached term table follows
+    first = np.full(300, prog.router_intercept[0])
+    for j in range(6):
+        first = first + X[:, j]
+    assert np.array_equal(prog.scores(X)[:, 0], first)
+
+
 def _programs() -> dict[str, MixtureProgram]:
     rng = np.random.default_rng(3)
     m, k, d = 3, 2, 4

@@ -241,11 +241,30 @@ class MixtureProgram(ProgramBase):
         X = np.asarray(X, dtype=np.float64)
         if self.score_trees is not None:
             return np.stack([t.intercept[t.apply(X), 0] for t in self.score_trees], axis=1)
-        s = np.repeat(self.router_intercept[None, :], len(X), axis=0)
-        for m in range(self.n_experts):
-            for j, w in self.router_terms(m):
-                s[:, m] = s[:, m] + w * X[:, j]
-        return s
+        # Every expert's terms in ascending feature order, added left to right from the intercept (the C
+        # export's order: add.accumulate adds sequentially, unlike sum); an expert with fewer terms adds
+        # exact zeros after its last one.
+        feats, weights = self._router_table()
+        parts = np.concatenate([np.broadcast_to(self.router_intercept[None, :, None], (len(X), self.n_experts, 1)),
+                                X[:, feats] * weights[None]], axis=2)
+        return np.add.accumulate(parts, axis=2)[:, :, -1]
+
+    def _router_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(features, weights)``, each ``(n_experts, most terms)``: expert ``m``'s score terms, padded with
+        weight 0 on feature 0 (cached while the router's weights stay the same)."""
+        key = self.router_coef.tobytes()
+        cached = self.__dict__.get("_router_cache")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        rows = [self.router_terms(m) for m in range(self.n_experts)]
+        width = max((len(r) for r in rows), default=0)
+        feats = np.zeros((self.n_experts, width), dtype=np.int64)
+        weights = np.zeros((self.n_experts, width))
+        for m, r in enumerate(rows):
+            for k, (j, w) in enumerate(r):
+                feats[m, k], weights[m, k] = j, w
+        self.__dict__["_router_cache"] = (key, (feats, weights))
+        return feats, weights
 
     def route(self, X: np.ndarray) -> np.ndarray:
         """The expert (0-based) acting on each row of ``X``."""
