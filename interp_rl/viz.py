@@ -402,7 +402,11 @@ def usage_figure(controller: Controller, observations: Any, out: str | Path, *, 
     fig.tight_layout()
 
     def write(tmp: str) -> None:
-        fig.savefig(tmp, format=target.suffix.lower()[1:], dpi=110)
+        # The same figure gives the same bytes: no creation date, fixed ids (SVG).
+        fmt = target.suffix.lower()[1:]
+        stamp = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}.get(fmt)
+        with plt.rc_context({"svg.hashsalt": "interp-rl"}):
+            fig.savefig(tmp, format=fmt, dpi=110, metadata=stamp)
 
     try:
         return atomic_write(target, write)

@@ -364,6 +364,9 @@ def test_usage_figure_names_pieces_and_features(tmp_path: Path) -> None:
     path = usage_figure(ctrl, X, tmp_path / "usage.svg", title="one episode")
     svg = path.read_text()
     assert "expert 1" in svg and "joint1_angle [rad]" in svg and "% of steps" in svg
+    for suffix in ("svg", "pdf", "png"):  # the same figure, the same bytes (committed reports do not churn)
+        a = usage_figure(ctrl, X, tmp_path / f"a.{suffix}").read_bytes()
+        assert usage_figure(ctrl, X, tmp_path / f"b.{suffix}").read_bytes() == a
     with pytest.raises(RenderError, match=r"use \.png, \.svg or \.pdf"):
         usage_figure(ctrl, X, tmp_path / "usage.txt")
     with pytest.raises(ObservationError, match="expects 4"):
