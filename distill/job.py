@@ -85,7 +85,8 @@ class Distillation(BaseEstimator):
             progress: Callable[[dict[str, Any]], None] | None = None, start: Any = None) -> Distillation:
         """Distil ``teacher`` in environments from ``env_fn`` (default ``teacher.env_fn``).
 
-        DAgger rounds are checkpointed in ``checkpoint_dir`` (``resume=True`` continues them). With
+        DAgger rounds and the fine-tuning's state are checkpointed in ``checkpoint_dir`` (``resume=True``
+        continues them). With
         ``start`` (a fitted student, e.g. ``PolicyStudent.from_program`` of a saved controller) DAgger is
         skipped: the fine-tuning steps start from it (``dagger_`` is then ``None``).
         """
@@ -109,12 +110,14 @@ class Distillation(BaseEstimator):
                             "history": tuner.history_, "seconds": time.perf_counter() - t0}
         self.rl_: dict[str, Any] = {}
         if self.rl is not None and self.rl.n_steps > 0:
-            rl = clone(self.rl)
+            rl = clone(self.rl).set_params(checkpoint_dir=checkpoint_dir)
             t0 = time.perf_counter()
-            rl.fit(student, teacher, env_fn, progress=progress)
+            rl.fit(student, teacher, env_fn, progress=progress, resume=resume)
             student = rl.student_
             self.rl_ = {"initial_return": rl.initial_return_, "best_return": rl.best_return_,
-                        "critic": rl.critic_source_, "history": rl.history_, "seconds": time.perf_counter() - t0}
+                        "critic": rl.critic_source_, "history": rl.history_,
+                        "seconds": time.perf_counter() - t0 + rl.earlier_seconds_,
+                        "earlier_seconds": rl.earlier_seconds_}
         if self.collapse_atol > 0:
             if not hasattr(student, "tree_"):
                 raise bad_value("collapse_atol", "Distillation", "0 for a student that is not a tree",
@@ -218,7 +221,7 @@ def run_job(
         earlier = sum(r["seconds"] for r in dagger.history_[: len(dagger.history_) - rounds_now])
     else:
         earlier = begin[1].get("distill_seconds") or 0.0  # the start's own making
-    seconds = earlier + time.perf_counter() - t0
+    seconds = earlier + (estimator.rl_.get("earlier_seconds") or 0.0) + time.perf_counter() - t0
 
     metadata: dict[str, Any] = {"method": method.name, "settings": resolved, "teacher": provenance or {}}
     controller = estimator.student_.to_controller(features, actions, task=teacher.task, metadata=metadata)

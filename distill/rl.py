@@ -32,8 +32,10 @@ return, keeping its structure and its sparsity:
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,7 +44,8 @@ from sklearn.base import BaseEstimator
 from distill.dagger import SELECTION_SEED_OFFSET
 from interp_rl._threads import torch_threads
 from interp_rl._validation import check_choice, check_float, check_int
-from interp_rl.errors import bad_value
+from interp_rl.errors import DistillInterrupted, InterpRLError, bad_value
+from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.rollouts import evaluate
 from interp_rl.teachers import Teacher, check_teacher
 
@@ -50,6 +53,94 @@ __all__ = ["CriticTuner"]
 
 EnvFn = Callable[[int], Any]
 RL_SEED_OFFSET = 300_000
+STATE_JSON, STATE_NPZ = "rl_state.json", "rl_state.npz"
+_COUNTERS = ("_elapsed_steps", "_current_step")  # TimeLimit's and TimeFeatureWrapper's step counters
+
+
+def _wrappers(env: Any) -> list[Any]:
+    chain = [env]
+    while hasattr(chain[-1], "env"):
+        chain.append(chain[-1].env)
+    return chain
+
+
+def _env_state(env: Any) -> tuple[np.ndarray, list[int | None]] | None:
+    """What an episode in flight needs to go on exactly: the simulator's full integration state (MuJoCo) or
+    its state vector (classic control), and each wrapper's step counter; ``None`` when neither is known."""
+    core = env.unwrapped
+    if hasattr(core, "model") and hasattr(core, "data"):
+        import mujoco
+
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        state = np.empty(mujoco.mj_stateSize(core.model, spec))
+        mujoco.mj_getState(core.model, core.data, state, spec)
+    elif isinstance(getattr(core, "state", None), np.ndarray):
+        state = np.array(core.state, dtype=np.float64)
+    else:
+        return None
+    return state, [getattr(w, name, None) for w in _wrappers(env) for name in _COUNTERS]
+
+
+def _set_env_state(env: Any, state: np.ndarray, counters: list[int | None]) -> None:
+    core = env.unwrapped
+    if hasattr(core, "model") and hasattr(core, "data"):
+        import mujoco
+
+        mujoco.mj_setState(core.model, core.data, np.asarray(state, dtype=np.float64),
+                           mujoco.mjtState.mjSTATE_INTEGRATION)
+    else:
+        core.state = np.array(state, dtype=core.state.dtype)
+    values = iter(counters)
+    for w in _wrappers(env):
+        for name in _COUNTERS:
+            v = next(values)
+            if v is not None:
+                setattr(w, name, int(v))
+
+
+def _state_arrays(prefix: str, state: dict[str, Any]) -> dict[str, np.ndarray]:
+    """A module's or an optimiser's tensors as named numpy arrays (no pickle)."""
+    import torch
+
+    out: dict[str, np.ndarray] = {}
+
+    def walk(key: str, v: Any) -> None:
+        if isinstance(v, torch.Tensor):
+            out[key] = v.detach().cpu().numpy().copy()
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                walk(f"{key}/{k}", x)
+
+    for k, v in state.items():
+        walk(f"{prefix}/{k}", v)
+    return out
+
+
+def _load_arrays(prefix: str, state: dict[str, Any], arrays: Any) -> dict[str, Any]:
+    """``state`` (a ``state_dict``) with every tensor replaced by the saved array of the same name."""
+    import torch
+
+    def walk(key: str, v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            return torch.as_tensor(np.array(arrays[key])).to(v.dtype)
+        if isinstance(v, dict):
+            return {k: walk(f"{key}/{k}", x) for k, x in v.items()}
+        return v
+
+    return {k: walk(f"{prefix}/{k}", v) for k, v in state.items()}
+
+
+def _load_optimizer(opt: Any, prefix: str, arrays: Any) -> None:
+    """Restore an optimiser's per-parameter state (Adam's step and moments) saved by :func:`_state_arrays`."""
+    import torch
+
+    state: dict[int, dict[str, Any]] = {}
+    head = f"{prefix}/state/"
+    for key in arrays.files:
+        if key.startswith(head):
+            idx, name = key[len(head):].split("/", 1)
+            state.setdefault(int(idx), {})[name] = torch.as_tensor(np.array(arrays[key]))
+    opt.load_state_dict({"state": state, "param_groups": opt.state_dict()["param_groups"]})
 
 
 class _Buffer:
@@ -182,6 +273,10 @@ class CriticTuner(BaseEstimator):
         Replay capacity.
     seed : int, default=0
         Seeds the episodes, the noise and the batches.
+    checkpoint_dir : str or Path, default=None
+        Where the whole state (controller, critic, optimisers, replay, random generators, the episodes in
+        flight) is saved at every evaluation, as JSON and ``.npz`` (no pickle); ``fit(..., resume=True)``
+        continues from it, to the same numbers as a run never stopped.
 
     Attributes
     ----------
@@ -201,6 +296,11 @@ class CriticTuner(BaseEstimator):
         The critic after fine-tuning (a copy: the teacher's own networks are never trained).
     final_student_ : estimator
         The student running the controller at the end of fine-tuning, kept or not.
+    resumed_from_ : int or None
+        The transitions already done when a ``resume=True`` run picked up the saved state (``None``: from the
+        start).
+    earlier_seconds_ : float
+        Seconds spent before that resume (0 for a run from the start), for whoever totals the cost.
     feature_scale_ : ndarray of shape (n_features,)
         The features' standard deviations on the replay when the actor started learning (ones with
         ``actor_units='raw'`` or when it never did): the units its coefficients were learnt in.
@@ -229,6 +329,7 @@ class CriticTuner(BaseEstimator):
         actor_units: str = "features",
         buffer_size: int = 300_000,
         seed: int = 0,
+        checkpoint_dir: str | Path | None = None,
     ) -> None:
         self.n_steps = n_steps
         self.critic = critic
@@ -250,6 +351,7 @@ class CriticTuner(BaseEstimator):
         self.actor_units = actor_units
         self.buffer_size = buffer_size
         self.seed = seed
+        self.checkpoint_dir = checkpoint_dir
 
     def _validate_params(self) -> None:
         owner = "CriticTuner"
@@ -288,9 +390,13 @@ class CriticTuner(BaseEstimator):
         return "teacher" if has_q else "teacher-value"
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, student: Any, teacher: Teacher, env_fn: EnvFn | None = None, *,
+    def fit(self, student: Any, teacher: Teacher, env_fn: EnvFn | None = None, *, resume: bool = False,
             progress: Callable[[dict[str, Any]], None] | None = None) -> CriticTuner:
-        """Fine-tune ``student`` (a fitted student whose program is piecewise affine) against ``teacher``."""
+        """Fine-tune ``student`` (a fitted student whose program is piecewise affine) against ``teacher``.
+
+        With a ``checkpoint_dir``, a Ctrl-C keeps the state of the last evaluation and raises
+        :class:`~interp_rl.errors.DistillInterrupted`; ``resume=True`` continues from it.
+        """
         self._validate_params()
         check_teacher(teacher, "CriticTuner")
         self.critic_source_ = self._critic_source(teacher)
@@ -302,8 +408,34 @@ class CriticTuner(BaseEstimator):
             raise bad_value("student", "CriticTuner.fit", "a student whose program is piecewise affine (tree, "
                             "linear, mixture)", program.kind) from None
         with torch_threads(1):
-            self._fit(student, teacher, env_fn, program, pieces, progress)
+            self._fit(student, teacher, env_fn, program, pieces, progress, resume)
         return self
+
+    def _config(self) -> dict[str, Any]:
+        params = self.get_params()
+        params.pop("checkpoint_dir", None)
+        return params
+
+    def _read_state(self, ckpt: Path, start_key: str) -> tuple[dict[str, Any], Any]:
+        """The saved state (JSON and arrays), checked: same settings, same starting controller, files that agree."""
+        try:
+            meta = json.loads((ckpt / STATE_JSON).read_text())
+            arr = np.load(ckpt / STATE_NPZ, allow_pickle=False)
+            consistent = int(arr["steps"]) == int(meta["steps"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InterpRLError(f"The fine-tuning state in {str(ckpt)!r} is missing or corrupt ({exc}); delete "
+                                f"{STATE_JSON} and {STATE_NPZ} there to start it again.") from None
+        if not consistent:
+            raise InterpRLError(f"The fine-tuning state in {str(ckpt)!r} is corrupt ({STATE_JSON} and {STATE_NPZ} are "
+                                "from different steps); delete them to start it again.")
+        mine = self._config()
+        for key in sorted(set(meta["config"]) | set(mine)):
+            if meta["config"].get(key) != mine.get(key):
+                raise InterpRLError(f"Cannot resume {str(ckpt)!r}: its fine-tuning was started with "
+                                    f"{key}={meta['config'].get(key)!r}, not {mine.get(key)!r}.")
+        if meta["start"] != start_key:
+            raise InterpRLError(f"Cannot resume {str(ckpt)!r}: its fine-tuning started from another controller.")
+        return meta, arr
 
     def _score(self, student: Any, env_fn: EnvFn) -> dict[str, float]:
         res = evaluate(student, env_fn, self.eval_episodes, seed=self.seed + SELECTION_SEED_OFFSET)
@@ -313,7 +445,9 @@ class CriticTuner(BaseEstimator):
                 "score": score}
 
     def _fit(self, student: Any, teacher: Teacher, env_fn: EnvFn, program: Any, pieces: Any,
-             progress: Callable[[dict[str, Any]], None] | None) -> None:
+             progress: Callable[[dict[str, Any]], None] | None, resume: bool = False) -> None:
+        import hashlib
+
         import torch
 
         torch.manual_seed(self.seed)
@@ -405,13 +539,83 @@ class CriticTuner(BaseEstimator):
         obs = np.stack([env.reset(seed=next_seed + i)[0] for i, env in enumerate(envs)]).astype(np.float64)
         next_seed += self.n_envs
 
-        first = self._score(student, env_fn)
-        self.initial_return_ = best_ret = first["return_mean"]
-        best_score, best_program = first["score"], program
-        history: list[dict[str, Any]] = [{"step": 0, **first, "seconds": 0.0}]
-        t0 = time.perf_counter()
-        steps, updates, owed, next_eval = 0, 0, 0.0, min(self.eval_every, self.n_steps)
-        in_units = self.actor_units != "features"  # the coefficients are in the units the actor learns in
+        ckpt = Path(self.checkpoint_dir) if self.checkpoint_dir is not None else None
+        start_key = hashlib.sha256(np.ascontiguousarray(pieces.intercept).tobytes()
+                                   + np.ascontiguousarray(pieces.coef).tobytes()).hexdigest()
+        saved = None
+        if ckpt is not None and (ckpt / STATE_JSON).is_file():
+            if not resume:
+                raise InterpRLError(f"{str(ckpt)!r} already holds a fine-tuning; pass resume=True (--resume) to "
+                                    "continue it or choose another folder.")
+            saved = self._read_state(ckpt, start_key)
+
+        history: list[dict[str, Any]]
+        if saved is None:
+            first = self._score(student, env_fn)
+            self.initial_return_ = best_ret = first["return_mean"]
+            best_score, best_program = first["score"], program
+            history = [{"step": 0, **first, "seconds": 0.0}]
+            steps, updates, owed, next_eval = 0, 0, 0.0, min(self.eval_every, self.n_steps)
+            in_units = self.actor_units != "features"  # the coefficients are in the units the actor learns in
+        else:  # everything as it was at the last evaluation
+            meta, arr = saved
+            self.initial_return_, best_ret, best_score = meta["initial_return"], meta["best_return"], meta["best_score"]
+            best_program = program.with_affine_pieces(np.array(arr["best/intercept"]), np.array(arr["best/coef"]))
+            history = meta["history"]
+            steps, updates, owed, next_eval = meta["steps"], meta["updates"], meta["owed"], meta["next_eval"]
+            in_units = meta["in_units"]
+            with torch.no_grad():
+                b.copy_(torch.as_tensor(np.array(arr["actor/b"])))
+                w.copy_(torch.as_tensor(np.array(arr["actor/w"])))
+                feature_scale.copy_(torch.as_tensor(np.array(arr["actor/feature_scale"])))
+            q_net.load_state_dict(_load_arrays("q", q_net.state_dict(), arr))
+            q_target.load_state_dict(_load_arrays("qt", q_target.state_dict(), arr))
+            _load_optimizer(q_opt, "qopt", arr)
+            _load_optimizer(a_opt, "aopt", arr)
+            gen.set_state(torch.as_tensor(np.array(arr["gen"]), dtype=torch.uint8))
+            rng.bit_generator.state = meta["rng"]
+            buf.n, buf.pos = meta["buffer"]["n"], meta["buffer"]["pos"]
+            for name in ("obs", "next_obs", "act", "label", "reward", "done"):
+                getattr(buf, name)[: buf.n] = arr[f"buf/{name}"]
+            obs = np.array(arr["obs"])
+            next_seed = meta["next_seed"]
+            for i, (env, counters) in enumerate(zip(envs, meta["envs"], strict=True)):
+                if counters is None:  # a simulator whose state is not known: its episode starts afresh
+                    obs[i] = env.reset(seed=next_seed)[0]
+                    next_seed += 1
+                else:
+                    _set_env_state(env, np.array(arr[f"env/{i}"]), counters)
+        self.resumed_from_ = steps if saved is not None else None
+        self.earlier_seconds_ = float(history[-1]["seconds"]) if saved is not None else 0.0
+        t0 = time.perf_counter() - history[-1]["seconds"]
+
+        def save_state() -> None:
+            best_pieces = best_program.affine_pieces()
+            arrays = {"actor/b": b.detach().numpy(), "actor/w": w.detach().numpy(),
+                      "actor/feature_scale": feature_scale.numpy(), "best/intercept": best_pieces.intercept,
+                      "best/coef": best_pieces.coef, "gen": gen.get_state().numpy(), "obs": obs,
+                      **_state_arrays("q", q_net.state_dict()), **_state_arrays("qt", q_target.state_dict()),
+                      **_state_arrays("qopt", q_opt.state_dict()), **_state_arrays("aopt", a_opt.state_dict()),
+                      **{f"buf/{name}": getattr(buf, name)[: buf.n] for name in
+                         ("obs", "next_obs", "act", "label", "reward", "done")}}
+            env_meta = []
+            for i, env in enumerate(envs):
+                snap = _env_state(env)
+                env_meta.append(None if snap is None else snap[1])
+                if snap is not None:
+                    arrays[f"env/{i}"] = snap[0]
+
+            def write(tmp: str) -> None:
+                with open(tmp, "wb") as fh:
+                    np.savez(fh, steps=np.array(steps), **arrays)
+
+            ckpt.mkdir(parents=True, exist_ok=True)
+            atomic_write(ckpt / STATE_NPZ, write)
+            meta = {"config": self._config(), "start": start_key, "steps": steps, "updates": updates, "owed": owed,
+                    "next_eval": next_eval, "next_seed": next_seed, "in_units": in_units, "history": history,
+                    "initial_return": self.initial_return_, "best_return": best_ret, "best_score": best_score,
+                    "rng": rng.bit_generator.state, "buffer": {"n": buf.n, "pos": buf.pos}, "envs": env_meta}
+            atomic_write_text(ckpt / STATE_JSON, json.dumps(meta, indent=1) + "\n")
 
         def update() -> None:
             nonlocal in_units
@@ -491,8 +695,14 @@ class CriticTuner(BaseEstimator):
                     history.append(row)
                     if row["score"] > best_score:
                         best_score, best_ret, best_program = row["score"], row["return_mean"], cand
+                    if ckpt is not None:
+                        save_state()
                     if progress is not None:
                         progress({"phase": "fine-tune", **row})
+        except KeyboardInterrupt:
+            kept = (f"; its state at {history[-1]['step']} transitions is kept in {str(ckpt)!r}"
+                    if ckpt is not None and len(history) > 1 else "")
+            raise DistillInterrupted(f"Fine-tuning interrupted{kept}.") from None
         finally:
             for env in envs:
                 env.close()

@@ -359,3 +359,51 @@ def test_distill_start_fine_tunes_a_saved_controller_from_the_cli(pendulum_sac: 
     with pytest.raises(InvalidParameterError, match="The 'program' parameter of LinearPolicy.from_program must be "
                                                     "a linear program. Got 'mixture' instead."):
         LinearPolicy.from_program(load_controller(moe).program)
+
+
+def test_interrupted_fine_tuning_resumes_to_the_same_numbers(pendulum_sac: Path, tmp_path: Path) -> None:
+    from interp_rl.errors import DistillInterrupted, InterpRLError
+
+    teacher = load_teacher(pendulum_sac, env="Pendulum-v1")
+    student = _student(teacher, max_terms=2)
+    whole = CriticTuner(**SMALL, checkpoint_dir=tmp_path / "whole").fit(student, teacher, teacher.env_fn)
+
+    def stop_at_400(row: dict) -> None:
+        if row["step"] == 400:
+            raise KeyboardInterrupt
+
+    ckpt = tmp_path / "cut"
+    with pytest.raises(DistillInterrupted, match=r"its state at 400 transitions is kept in .*cut"):
+        CriticTuner(**SMALL, checkpoint_dir=ckpt).fit(student, teacher, teacher.env_fn, progress=stop_at_400)
+    with pytest.raises(InterpRLError, match="already holds a fine-tuning; pass resume=True"):
+        CriticTuner(**SMALL, checkpoint_dir=ckpt).fit(student, teacher, teacher.env_fn)
+    with pytest.raises(InterpRLError, match=r"started with actor_lr=0\.0001, not 0\.001"):
+        CriticTuner(**{**SMALL, "actor_lr": 1e-3}, checkpoint_dir=ckpt).fit(student, teacher, teacher.env_fn,
+                                                                            resume=True)
+    resumed = CriticTuner(**SMALL, checkpoint_dir=ckpt).fit(student, teacher, teacher.env_fn, resume=True)
+    assert resumed.resumed_from_ == 400 and whole.resumed_from_ is None
+    drop = {"seconds"}
+    assert ([{k: v for k, v in h.items() if k not in drop} for h in resumed.history_]
+            == [{k: v for k, v in h.items() if k not in drop} for h in whole.history_])
+    for a, b in ((resumed.final_student_, whole.final_student_), (resumed.student_, whole.student_)):
+        assert json.dumps(a._fitted_program().to_dict()) == json.dumps(b._fitted_program().to_dict())
+    (ckpt / "rl_state.json").write_text("{broken")
+    with pytest.raises(InterpRLError, match="is missing or corrupt"):
+        CriticTuner(**SMALL, checkpoint_dir=ckpt).fit(student, teacher, teacher.env_fn, resume=True)
+
+
+def test_a_mujoco_episode_in_flight_continues_exactly_from_its_saved_state() -> None:
+    from distill.rl import _env_state, _set_env_state
+
+    rng = np.random.default_rng(0)
+    a, b = envs.make_env("Hopper-v5", 0), envs.make_env("Hopper-v5", 1)
+    a.reset(seed=3)
+    for _ in range(40):
+        a.step(rng.uniform(-1, 1, 3))
+    state, counters = _env_state(a)
+    assert 40 in counters  # TimeLimit's step count travels with it
+    b.reset(seed=99)
+    _set_env_state(b, state, counters)
+    for act in rng.uniform(-1, 1, (60, 3)):
+        ra, rb = a.step(act), b.step(act)
+        assert np.array_equal(ra[0], rb[0]) and ra[1:4] == rb[1:4]
