@@ -472,7 +472,9 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), TimeRemainingColumn(), console=err,
                   disable=not sys.stderr.isatty()) as bar:
-        job = bar.add_task(f"Distilling {t.algo.upper()} on {t.task}", total=resolved["iterations"] + 1)
+        job = bar.add_task(f"Fine-tuning {start} on {t.task}" if start is not None else
+                           f"Distilling {t.algo.upper()} on {t.task}",
+                           total=None if start is not None else resolved["iterations"] + 1)
 
         def on_round(row: dict[str, Any]) -> None:
             if "round" in row:
