@@ -188,7 +188,7 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
         first = Cell(c.teacher, mspec.start, c.size, c.seed)
         if not record_path(res, first).is_file():
             raise InterpRLError(f"Cell {c.id} starts from cell {first.id}, which has no record yet; run it first.")
-        start = res / "cells" / first.id
+        start = _start_folder(res, first)
     if not (work / METRICS_FILE).is_file():  # else: distilled before the run was stopped
         run_job(method, teacher, settings, work, features=features, actions=actions, provenance=provenance,
                 resume=(work / "config.json").is_file(), evaluate_student=False, start=start)
@@ -304,6 +304,24 @@ def _check_compatible(before: dict[str, Any], now: dict[str, Any], res: Path) ->
                     k: v for k, v in x.items() if k not in ("sizes", "start")}:
                 raise InterpRLError(f"{where}: {kind[:-1]} {x[name_key]!r} has other settings there; give it "
                                     "another name or choose another results folder.")
+
+
+def _start_folder(res: Path, first: Cell) -> Path:
+    """The folder of the start cell ``first``, which has a record: its controller must be there. Results folders
+    commit records and chosen controllers but not a cell's working files, so a missing ``metrics.json`` (what the
+    start cost to make, its distillation history) is restored from the record, where the same values are kept."""
+    from distill.job import METRICS_FILE
+
+    folder = res / "cells" / first.id
+    if not (folder / "controller.json").is_file():
+        raise InterpRLError(f"Cell {first.id} has a record but no controller in {str(folder)!r} (cell folders are "
+                            f"not committed); delete {str(record_path(res, first))!r} to make it again.")
+    if not (folder / METRICS_FILE).is_file():
+        rec = json.loads(record_path(res, first).read_text())
+        made = {"distill_seconds": rec["distill_seconds"], "restored_from": f"records/{first.id}.json",
+                **{k: v for k, v in (rec.get("details") or {}).items() if v is not None}}
+        atomic_write_text(folder / METRICS_FILE, json.dumps(made, indent=1) + "\n")
+    return folder
 
 
 def _start_cell(suite: Suite, cell: Cell) -> Cell | None:

@@ -425,6 +425,36 @@ def test_a_method_can_fine_tune_another_methods_cells(bench_run: tuple[Path, Pat
     assert sorted(records_by_id(fresh)) == ["IP-SAC__tree-2__seed0", "IP-SAC__tree-rl-2__seed0"]
 
 
+def test_fine_tuning_starts_from_a_committed_cell_folder(bench_run: tuple[Path, Path], tmp_path: Path) -> None:
+    """A results folder as committed (records, and only controller.json and rules.txt of a cell): the start's cost
+    and distillation history come from its record; without its controller, a one-line error says what to do."""
+    suite, results = bench_run
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    teacher_path = Path(json.loads((copy / "suite.json").read_text())["teachers"][0]["path"])
+    grown = write_suite(tmp_path, teacher_path, extra=RL_FROM_TREE)
+    folder = copy / "cells" / "IP-SAC__tree-2__seed0"
+    for f in folder.iterdir():
+        if f.name not in ("controller.json", "rules.txt"):
+            shutil.rmtree(f) if f.is_dir() else f.unlink()
+    args = ["bench", "--suite", str(grown), "--out", str(copy), "--methods", "tree-rl", "--seeds", "0"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    recs = records_by_id(copy)
+    tuned, start = recs["IP-SAC__tree-rl-2__seed0"], recs["IP-SAC__tree-2__seed0"]
+    assert tuned["details"]["dagger_history"] == start["details"]["dagger_history"]
+    assert tuned["distill_seconds"] > start["distill_seconds"]
+    assert tuned["details"]["start"]["distill_seconds"] == start["distill_seconds"]
+
+    (copy / "records" / "IP-SAC__tree-rl-2__seed0.json").unlink()
+    shutil.rmtree(copy / "cells" / "IP-SAC__tree-rl-2__seed0")
+    (folder / "controller.json").unlink()
+    res = runner.invoke(app, args)
+    assert res.exit_code == 1
+    assert ("Cell IP-SAC__tree-2__seed0 has a record but no controller" in " ".join(res.output.split())
+            and "delete" in res.output), res.output
+
+
 def test_ray_executor_gives_the_same_records(bench_run: tuple[Path, Path], tmp_path: Path) -> None:
     suite, results = bench_run
     ray_results = tmp_path / "ray"
