@@ -66,11 +66,12 @@ def _teacher_location(spec: TeacherSpec, results: Path, teachers_dir: Path) -> P
 
 
 def prepare_teachers(suite: Suite, results: Path, teachers_dir: Path, *,
-                     log: Callable[[str], None] = print) -> None:
-    """Train the suite's ``train`` teachers that are not trained yet; check the others exist."""
+                     log: Callable[[str], None] = print, only: list[str] | None = None) -> None:
+    """Train the suite's ``train`` teachers that are not trained yet; check the others exist (those named in
+    ``only``, when given)."""
     from envs.training import TEACHER_FILE, TrainConfig, train_teacher
 
-    for spec in suite.teachers:
+    for spec in suite.chosen_teachers(only):
         where = _teacher_location(spec, results, teachers_dir)
         if spec.train is None:
             if not where.exists():
@@ -450,6 +451,7 @@ def run_suite(
     teachers_dir: str | Path | None = None,
     methods: list[str] | None = None,
     seeds: list[int] | None = None,
+    teachers: list[str] | None = None,
     workers: int = 2,
     executor: str = "process",
     ray_address: str | None = None,
@@ -466,8 +468,8 @@ def run_suite(
         Results folder (created; a rerun continues it).
     teachers_dir : path, optional
         Folder the suite's relative teacher paths start from (default :func:`default_teachers_dir`).
-    methods, seeds : list, optional
-        Run only these method labels / seeds.
+    methods, seeds, teachers : list, optional
+        Run only these method labels / seeds / teacher names.
     workers : int
         Cells run at once.
     executor : {"process", "ray", "inline"}
@@ -495,7 +497,7 @@ def run_suite(
     say = log or (lambda msg: console.print(msg, markup=False))
     res = Path(results)
     tdir = Path(teachers_dir) if teachers_dir is not None else default_teachers_dir()
-    cells = suite.cells(methods, seeds)
+    cells = suite.cells(methods, seeds, teachers)
     for s in seeds or []:
         if s < 0:
             raise SuiteError(f"Seeds must be >= 0. Got {s} instead.")
@@ -506,7 +508,7 @@ def run_suite(
     as_run = {**suite.to_dict(), "source": _suite_label(suite)}
     atomic_write_text(suite_file, json.dumps(as_run, indent=1) + "\n")
     remove_stale_temps(res / "records")
-    prepare_teachers(suite, res, tdir, log=say)
+    prepare_teachers(suite, res, tdir, log=say, only=teachers)
     result = BenchResult(cells=cells)
     todo: list[Cell] = []
     for cell in cells:

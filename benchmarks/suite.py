@@ -112,16 +112,30 @@ class Suite:
     def method(self, label: str) -> MethodSpec:
         return next(m for m in self.methods if m.label == label)
 
-    def cells(self, methods: list[str] | None = None, seeds: list[int] | None = None) -> list[Cell]:
+    def cells(self, methods: list[str] | None = None, seeds: list[int] | None = None,
+              teachers: list[str] | None = None) -> list[Cell]:
         """All cells, seed-major (every method of seed 0 first), optionally filtered."""
+        ms, ts = self.chosen_methods(methods), self.chosen_teachers(teachers)
+        return [Cell(t.name, m.label, size, seed) for seed in (seeds or list(self.seeds))
+                for t in ts for m in ms for size in m.sizes]
+
+    def chosen_methods(self, methods: list[str] | None = None) -> list[MethodSpec]:
+        """The suite's methods named in ``methods`` (all when ``None``); an unknown label is an error."""
         labels = [m.label for m in self.methods]
         for name in methods or []:
             if name not in labels:
                 raise SuiteError(f"Unknown method {name!r} for suite {self.name!r}; "
                                  f"it has: {', '.join(labels)}.")
-        chosen = [m for m in self.methods if methods is None or m.label in methods]
-        return [Cell(t.name, m.label, size, seed) for seed in (seeds or list(self.seeds))
-                for t in self.teachers for m in chosen for size in m.sizes]
+        return [m for m in self.methods if methods is None or m.label in methods]
+
+    def chosen_teachers(self, teachers: list[str] | None = None) -> list[TeacherSpec]:
+        """The suite's teachers named in ``teachers`` (all when ``None``); an unknown name is an error."""
+        names = [t.name for t in self.teachers]
+        for name in teachers or []:
+            if name not in names:
+                raise SuiteError(f"Unknown teacher {name!r} for suite {self.name!r}; "
+                                 f"it has: {', '.join(names)}.")
+        return [t for t in self.teachers if teachers is None or t.name in teachers]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

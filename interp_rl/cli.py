@@ -648,6 +648,8 @@ def bench(
         help="Only these methods of the suite, comma-separated.")] = None,
     seeds: Annotated[str | None, typer.Option(
         "--seeds", "--seed", help="Only these seeds, comma-separated [default: the suite's].")] = None,
+    only_teachers: Annotated[str | None, typer.Option(
+        help="Only these teachers of the suite (their names), comma-separated.")] = None,
     workers: Annotated[int, typer.Option(help="Cells run at once.")] = 2,
     executor: Annotated[str, typer.Option(
         help="'process' (a local process pool), 'ray' (Ray tasks) or 'inline' (one cell after another in "
@@ -667,7 +669,8 @@ def bench(
     s = load_suite(suite)
     results = out_dir or Path("bench-results") / s.name
     result = run_suite(s, results, teachers_dir=teachers, methods=_csv(methods, "--methods"),
-                       seeds=_csv(seeds, "--seeds", int), workers=workers, executor=executor,
+                       seeds=_csv(seeds, "--seeds", int), teachers=_csv(only_teachers, "--only-teachers"),
+                       workers=workers, executor=executor,
                        ray_address=ray_address, progress=progress and sys.stderr.isatty())
     out.print(f"{len(result.cells)} cells: {len(result.finished)} run now, {len(result.skipped)} already "
               f"done, {len(result.failed)} failed. Records in {results / 'records'}.")

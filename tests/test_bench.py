@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from benchmarks.harness import RECORD_SCHEMA, load_records, run_suite
 from benchmarks.report import pareto_front, summarise, write_report
 from benchmarks.stats import interval_estimate, iqm, stratified_bootstrap_ci
-from benchmarks.suite import SuiteError, builtin_suites, load_suite
+from benchmarks.suite import Cell, SuiteError, builtin_suites, load_suite
 from interp_rl.cli import app
 from interp_rl.compare import half_of_teacher, percent_of_teacher
 
@@ -251,6 +251,21 @@ def test_unknown_suite_and_method_are_named(tmp_path: Path) -> None:
         load_suite("nope")
     with pytest.raises(SuiteError, match=r"^Unknown method 'sindy' for suite 'quick'; it has: tree\.$"):
         load_suite("quick").cells(methods=["sindy"])
+    with pytest.raises(SuiteError, match=r"^Unknown teacher 'Cheetah' for suite 'quick'; it has: Swimmer-SAC\.$"):
+        load_suite("quick").cells(teachers=["Cheetah"])
+
+
+def test_a_run_can_take_only_some_teachers(tmp_path: Path) -> None:
+    from benchmarks.harness import prepare_teachers
+
+    smose = load_suite("smose")
+    assert smose.cells(methods=["moe", "tree"], seeds=[1], teachers=["Swimmer-SAC", "Ant-TRPO"]) == [
+        Cell("Swimmer-SAC", "moe", 8, 1), Cell("Swimmer-SAC", "tree", 8, 1),
+        Cell("Ant-TRPO", "moe", 8, 1), Cell("Ant-TRPO", "tree", 8, 1)]  # in the suite's order
+    # only the chosen teachers are checked (and trained): here the Reacher teacher is not trained
+    with pytest.raises(SuiteError, match="^Teacher 'Swimmer-SAC' of suite 'smose'"):
+        prepare_teachers(smose, tmp_path / "r", tmp_path, log=print, only=["Swimmer-SAC"])
+    assert not (tmp_path / "r").exists()
 
 
 def test_missing_teacher_is_named(tmp_path: Path) -> None:
