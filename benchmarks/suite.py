@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -121,24 +122,21 @@ class Suite:
 
     def chosen_methods(self, methods: list[str] | None = None) -> list[MethodSpec]:
         """The suite's methods named in ``methods`` (all when ``None``); an unknown label is an error."""
-        labels = [m.label for m in self.methods]
-        for name in methods or []:
-            if name not in labels:
-                raise SuiteError(f"Unknown method {name!r} for suite {self.name!r}; "
-                                 f"it has: {', '.join(labels)}.")
-        return [m for m in self.methods if methods is None or m.label in methods]
+        return _chosen(self.methods, [m.label for m in self.methods], methods, "method", self.name)
 
     def chosen_teachers(self, teachers: list[str] | None = None) -> list[TeacherSpec]:
         """The suite's teachers named in ``teachers`` (all when ``None``); an unknown name is an error."""
-        names = [t.name for t in self.teachers]
-        for name in teachers or []:
-            if name not in names:
-                raise SuiteError(f"Unknown teacher {name!r} for suite {self.name!r}; "
-                                 f"it has: {', '.join(names)}.")
-        return [t for t in self.teachers if teachers is None or t.name in teachers]
+        return _chosen(self.teachers, [t.name for t in self.teachers], teachers, "teacher", self.name)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _chosen(items: Sequence[Any], names: list[str], wanted: list[str] | None, what: str, suite: str) -> list[Any]:
+    for name in wanted or []:
+        if name not in names:
+            raise SuiteError(f"Unknown {what} {name!r} for suite {suite!r}; it has: {', '.join(names)}.")
+    return [x for x, n in zip(items, names, strict=True) if wanted is None or n in wanted]
 
 
 def builtin_suites() -> dict[str, Path]:
