@@ -15,6 +15,7 @@ flight since the last DAgger round.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -113,25 +114,38 @@ def _save_npy(path: Path, array: np.ndarray) -> None:
 FAILURE_SEED_OFFSET = 700_000
 
 
+#: A piece (expert, leaf) acting on fewer than this share of the controller's states is idle.
+IDLE_SHARE = 0.02
+
+
 def _failure_rate(controller: Any, teacher: Any, teacher_mean: float, episodes: int,
-                  seed: int) -> dict[str, Any] | None:
-    """How often the controller fails: the share of ``episodes`` extra episodes below half the teacher's mean."""
+                  seed: int) -> tuple[dict[str, Any] | None, np.ndarray | None]:
+    """How often the controller fails: the share of ``episodes`` extra episodes below half the teacher's mean;
+    and every state those episodes visited (``None`` when ``episodes`` is 0)."""
     if episodes <= 0:
-        return None
+        return None, None
     from interp_rl.compare import half_of_teacher, percent_of_teacher
     from interp_rl.rollouts import evaluate
 
-    returns = np.asarray(evaluate(controller, teacher.env_fn, episodes, seed=seed + FAILURE_SEED_OFFSET).returns)
+    seen: list[np.ndarray] = []
+
+    def act(obs: np.ndarray, _episodes: np.ndarray) -> np.ndarray:
+        seen.append(np.array(obs, dtype=np.float64))
+        return np.asarray(controller.predict(obs), dtype=np.float64)
+
+    returns = np.asarray(evaluate(act, teacher.env_fn, episodes,  # type: ignore[arg-type]
+                                  seed=seed + FAILURE_SEED_OFFSET).returns)
     threshold = half_of_teacher(teacher_mean)
     below = int((returns < threshold).sum())
-    return {"episodes": episodes, "first_seed": seed + FAILURE_SEED_OFFSET, "threshold": threshold,
-            "below_half": below, "rate": below / episodes, "worst_percent_of_teacher":
-            percent_of_teacher(float(returns.min()), teacher_mean) if teacher_mean else None,
-            "returns": returns.tolist()}
+    return ({"episodes": episodes, "first_seed": seed + FAILURE_SEED_OFFSET, "threshold": threshold,
+             "below_half": below, "rate": below / episodes, "worst_percent_of_teacher":
+             percent_of_teacher(float(returns.min()), teacher_mean) if teacher_mean else None,
+             "returns": returns.tolist()}, np.concatenate(seen))
 
 
-def _piece_usage(controller: Any, states: np.ndarray) -> dict[str, Any] | None:
-    """Share of the controller-visited states on which each piece (leaf, expert) acts; None if not piecewise."""
+def _piece_usage(controller: Any, states: np.ndarray, episodes: int | None = None) -> dict[str, Any] | None:
+    """Share of the controller-visited ``states`` (from ``episodes`` whole episodes, when given) on which each
+    piece (leaf, expert) acts; None if not piecewise."""
     try:
         pieces = controller.program.affine_pieces()
     except TypeError:
@@ -139,8 +153,32 @@ def _piece_usage(controller: Any, states: np.ndarray) -> dict[str, Any] | None:
     which = pieces.assign(states)
     count = np.bincount(which, minlength=len(pieces.intercept)) / max(len(states), 1)
     acting = pieces.acting_pieces()
-    return {"states": int(len(states)), "shares": {pieces.labels[i]: float(count[i]) for i in acting},
-            "idle": int(sum(count[i] < 0.02 for i in acting))}
+    return {"states": int(len(states)), "episodes": episodes,
+            "shares": {pieces.labels[i]: float(count[i]) for i in acting},
+            "idle": int(sum(count[i] < IDLE_SHARE for i in acting))}
+
+
+def without_idle(controller: Any, usage: dict[str, Any] | None, env_fn: Any, teacher_returns: list[float],
+                 seed: int) -> dict[str, Any] | None:
+    """Whether fewer experts suffice: a mixture with idle experts (see :data:`IDLE_SHARE`) run without them on
+    the cell's evaluation episodes (reset seeds ``seed ...``, one per teacher return); ``None`` when no expert
+    is idle, the controller is not a mixture, or its router is a routing tree (no next choice)."""
+    from interp_rl.compare import percent_of_teacher
+    from interp_rl.rollouts import evaluate
+
+    program = controller.program
+    if usage is None or program.kind != "mixture" or program.router == "tree":
+        return None
+    idle = [m for m in range(program.n_experts) if usage["shares"].get(f"expert {m + 1}", 0.0) < IDLE_SHARE]
+    if not idle or len(idle) == program.n_experts:
+        return None
+    fewer = dataclasses.replace(controller, program=program.without_experts(idle))
+    returns = evaluate(fewer, env_fn, len(teacher_returns), seed=seed).returns
+    t_mean = float(np.mean(teacher_returns))
+    return {"dropped": [f"expert {m + 1}" for m in idle], "experts": program.n_experts - len(idle),
+            "parameters": fewer.size()["parameters"], "return_mean": float(np.mean(returns)),
+            "percent_of_teacher": percent_of_teacher(float(np.mean(returns)), t_mean),
+            "worst_percent_of_teacher": percent_of_teacher(float(min(returns)), t_mean), "returns": list(returns)}
 
 
 def _speedup(teacher_s: float, student_s: float | None) -> float | None:
@@ -198,7 +236,8 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     exports = write_exports(controller, work, force=True)
     episodes, fid_steps = int(suite["episodes"]), int(suite["fidelity_steps"])
     ev = compare(controller, teacher, teacher.env_fn, episodes=episodes, seed=c.seed, fidelity_steps=fid_steps)
-    failures = _failure_rate(controller, teacher, ev["teacher_return"], int(suite.get("rate_episodes", 0)), c.seed)
+    rate_episodes = int(suite.get("rate_episodes", 0))
+    failures, seen = _failure_rate(controller, teacher, ev["teacher_return"], rate_episodes, c.seed)
 
     # States the controller visits: for latency, and for the report's explanations.
     states = collect(controller, teacher.env_fn, int(suite["latency_batch"]), c.seed).observations
@@ -206,7 +245,10 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     t_lat = teacher_latency(teacher, states)
     s_lat = controller_latency(controller, work, states)
     size = controller.size()
-    usage = _piece_usage(controller, states)
+    # which pieces act, over every state of the failure-rate episodes (else the latency states)
+    usage = (_piece_usage(controller, states) if seen is None else _piece_usage(controller, seen, rate_episodes))
+    if usage is not None:
+        usage["without_idle"] = without_idle(controller, usage, teacher.env_fn, ev["teacher_returns"], c.seed)
     record = {
         "schema": RECORD_SCHEMA,
         "id": c.id,

@@ -140,7 +140,48 @@ def target_checks(g: Group, targets: dict[str, float]) -> dict[str, tuple[bool, 
     if "parameters" in targets and params is not None:
         t = targets["parameters"]
         out["parameters"] = (params <= t, f"{params:.0f} parameters" + ("" if params <= t else f" (limit {t:g})"))
+    if "idle_experts" in targets and (check := idle_check(g, targets["idle_experts"])) is not None:
+        out["idle_experts"] = check
     return out
+
+
+#: How far (points of % of teacher) a mixture without its idle experts may fall and still show they are not needed.
+FEWER_SUFFICE_POINTS = 1.0
+
+
+def idle_check(g: Group, limit: float) -> tuple[bool, str] | None:
+    """The usage target on a group of mixtures: at most ``limit`` idle experts in every seed, unless the mixture
+    without them (the record's ``usage.without_idle``) keeps its mean within :data:`FEWER_SUFFICE_POINTS`;
+    ``None`` for other kinds, or records without usage.
+
+    >>> rec = {"kind": "mixture", "percent_of_teacher": 95.0, "cell": {"seed": 0},
+    ...        "usage": {"idle": 2, "without_idle": {"experts": 6, "percent_of_teacher": 94.5}}}
+    >>> idle_check(Group("T-v5", "T", "moe", 8, [rec]), 0)
+    (True, '2 idle experts, and 6 suffice: 94.5% without them (95.0% with)')
+    >>> rec["usage"]["without_idle"]["percent_of_teacher"] = 90.0
+    >>> idle_check(Group("T-v5", "T", "moe", 8, [rec]), 0)
+    (False, '2 idle experts (limit 0); without them 90.0% against 95.0%')
+    """
+    used = [r for r in g.records if r.get("kind") == "mixture" and (r.get("usage") or {}).get("idle") is not None]
+    if not used:
+        return None
+    verdicts = []
+    for r in used:
+        idle, own = int(r["usage"]["idle"]), _num(r["percent_of_teacher"])
+        fewer = r["usage"].get("without_idle")
+        if idle <= limit:
+            verdicts.append((True, 0, f"{idle} idle expert{'s' * (idle != 1)}"))
+        elif fewer is None:
+            verdicts.append((False, 2, f"{idle} idle experts (limit {limit:g}); not run without them (a routing "
+                                       "tree names one expert per leaf)"))
+        elif (pct := _num(fewer["percent_of_teacher"])) >= own - FEWER_SUFFICE_POINTS:
+            verdicts.append((True, 1, f"{idle} idle experts, and {fewer['experts']} suffice: {pct:.1f}% without "
+                                      f"them ({own:.1f}% with)"))
+        else:
+            verdicts.append((False, 3, f"{idle} idle experts (limit {limit:g}); without them {pct:.1f}% against "
+                                       f"{own:.1f}%"))
+    ok, _, text = max(verdicts, key=lambda v: (not v[0], v[1]))  # the worst seed speaks for the group
+    return ok, text
 
 
 def closest(groups: list[Group], targets: dict[str, float]) -> tuple[Group, dict[str, tuple[bool, str]]] | None:

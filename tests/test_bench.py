@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -298,10 +299,11 @@ def test_bench_writes_one_complete_record_per_cell(bench_run: tuple[Path, Path])
         assert fail["threshold"] == pytest.approx(0.5 * rec["teacher"]["return_mean"])
         assert fail["below_half"] == sum(r < fail["threshold"] for r in fail["returns"])
         assert fail["rate"] == fail["below_half"] / 4
-        usage = rec["usage"]  # which leaf acts on the controller's own states
+        usage = rec["usage"]  # which leaf acts on the controller's own states: every state of the rate episodes
         assert set(usage["shares"]) == {f"leaf {i + 1}" for i in range(size["leaves"])}
-        assert sum(usage["shares"].values()) == pytest.approx(1.0) and usage["states"] == 32
+        assert sum(usage["shares"].values()) == pytest.approx(1.0) and usage["episodes"] == 4
         assert usage["idle"] == sum(v < 0.02 for v in usage["shares"].values())
+        assert usage["without_idle"] is None  # a tree: leaves have no next choice
         if HAS_CC:  # the compiled C controller was timed (CI installs gcc): a number, never None
             assert isinstance(lat["student_c_native_s"], float) and 0 < lat["student_c_native_s"] < 1e-3
             assert lat["speedup_c_native"] == pytest.approx(lat["teacher_single_s"] / lat["student_c_native_s"])
@@ -311,10 +313,67 @@ def test_bench_writes_one_complete_record_per_cell(bench_run: tuple[Path, Path])
         assert (results / rec["controller"] / "controller.json").is_file()
     constant = recs["IP-SAC__tree-constant-2__seed0"]
     assert constant["config"]["leaf_model"] == "constant" and constant["size"]["nonzero_terms"] == 0
+    from envs.teachers import load_teacher
+    from interp_rl.program import load_controller
+    from interp_rl.rollouts import evaluate
+
+    rate = evaluate(load_controller(results / constant["controller"]),
+                    load_teacher(json.loads((results / "suite.json").read_text())["teachers"][0]["path"]).env_fn,
+                    4, seed=700_000)
+    assert rate.returns == constant["failures"]["returns"] and constant["usage"]["states"] == sum(rate.lengths)
     # Teacher and students play the same episodes: every cell of a seed sees the same teacher returns.
     seed0 = [r["teacher"]["returns"] for r in recs.values() if r["cell"]["seed"] == 0]
     assert all(t == seed0[0] for t in seed0)
     assert not list(results.rglob("*.tmp*"))
+
+
+def test_fewer_experts_are_run_without_the_idle_ones(tiny_teacher: Path) -> None:
+    """A mixture whose second expert never acts: without it, the same episodes to the last digit; a routing tree
+    has no next choice, so it is not run."""
+    from benchmarks.harness import _piece_usage, without_idle
+    from envs.teachers import load_teacher
+    from interp_rl.kinds.mixture import MixtureProgram, router_tree
+    from interp_rl.program import Controller, Signal
+    from interp_rl.rollouts import collect, evaluate
+
+    teacher = load_teacher(tiny_teacher)
+    prog = MixtureProgram(expert_intercept=[[0.0], [0.5]], expert_coef=[[[1.0, 2.0, 0.5, 0.5]], np.zeros((1, 4))],
+                          router_intercept=[0.0, -1e6], router_coef=np.zeros((2, 4)),
+                          action_low=[-3.0], action_high=[3.0])
+    ctrl = Controller(prog, [Signal(f"x{i}") for i in range(4)], [Signal("force")], task="InvertedPendulum-v5")
+    states = collect(ctrl, teacher.env_fn, 200, seed=0).observations
+    usage = _piece_usage(ctrl, states)
+    assert usage is not None and usage["idle"] == 1 and usage["shares"]["expert 2"] == 0.0
+    t_returns = evaluate(teacher, teacher.env_fn, 3, seed=5).returns
+    fewer = without_idle(ctrl, usage, teacher.env_fn, t_returns, 5)
+    assert fewer is not None and fewer["dropped"] == ["expert 2"] and fewer["experts"] == 1
+    assert fewer["returns"] == evaluate(ctrl, teacher.env_fn, 3, seed=5).returns
+    assert fewer["percent_of_teacher"] == pytest.approx(100 * np.mean(fewer["returns"]) / np.mean(t_returns))
+    routed = Controller(dataclasses.replace(prog, router_intercept=np.zeros(0), router_coef=np.zeros((0, 4)),
+                                            tree=router_tree(feature=[-1], threshold=[0.0], left=[-1], right=[-1],
+                                                             expert=[0], obs_dim=4)), ctrl.features, ctrl.actions, task=ctrl.task)
+    assert without_idle(routed, usage, teacher.env_fn, t_returns, 5) is None
+
+
+def test_refresh_usage_measures_old_records_as_the_harness_does(bench_run: tuple[Path, Path],
+                                                                 tmp_path: Path) -> None:
+    from benchmarks.refresh_usage import refresh_usage
+
+    _, results = bench_run
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    old = copy / "records" / "IP-SAC__tree-4__seed1.json"
+    rec = json.loads(old.read_text())
+    measured = rec["usage"]
+    rec["usage"] = {"states": 32, "shares": measured["shares"], "idle": measured["idle"]}  # as records were
+    old.write_text(json.dumps(rec))
+    assert refresh_usage(copy, log=lambda _: None) == ["IP-SAC__tree-4__seed1"]
+    assert json.loads(old.read_text())["usage"] == measured
+    assert refresh_usage(copy, log=lambda _: None) == []  # measured already
+    shutil.rmtree(copy / "cells" / "IP-SAC__tree-2__seed0")
+    said: list[str] = []
+    assert len(refresh_usage(copy, every=True, log=said.append)) == len(list((copy / "records").iterdir())) - 1
+    assert said[0].startswith("IP-SAC__tree-2__seed0: skipped, no controller")
 
 
 def test_rerun_skips_finished_cells(bench_run: tuple[Path, Path]) -> None:

@@ -74,6 +74,36 @@ def test_one_score_tree_per_expert_approximates_the_router() -> None:
     np.testing.assert_allclose(coefs, [-2.0, 1.0], atol=0.1)
 
 
+@pytest.mark.parametrize("router", ["linear", "trees"])
+def test_without_experts_hands_their_states_to_the_routers_next_choice(router: str) -> None:
+    X, y = _four_regimes()
+    prog = MixturePolicy(n_experts=4, router=router, router_depth=3, alpha=0.0, n_steps=500,
+                         random_state=0).fit(X, y).program_
+    fewer = prog.without_experts([1, 3])
+    assert fewer.n_experts == 2 and fewer.router == router and fewer.usage.shape == (2,)
+    keep = np.array([0, 2])
+    np.testing.assert_array_equal(fewer.expert_coef, prog.expert_coef[keep])
+    # the next choice: the best of the remaining scores, by the same scores
+    np.testing.assert_array_equal(fewer.route(X), np.argmax(prog.scores(X)[:, keep], axis=1))
+    kept = np.isin(prog.route(X), keep)  # where a kept expert acted, nothing changes
+    np.testing.assert_array_equal(fewer.predict(X[kept]), prog.predict(X[kept]))
+    assert MixtureProgram.from_dict(fewer.to_dict()).size() == fewer.size()
+    assert fewer.size()["parameters"] < prog.size()["parameters"]
+
+
+def test_without_experts_refuses_a_routing_tree_and_bad_indices() -> None:
+    X, y = _two_regimes()
+    prog = MixturePolicy(n_experts=2, router="tree", router_depth=1, alpha=0.0, n_steps=200,
+                         random_state=0).fit(X, y).program_
+    with pytest.raises(ValueError, match="^A routing tree names one expert per leaf"):
+        prog.without_experts([0])
+    linear = MixturePolicy(n_experts=2, alpha=0.0, n_steps=200, random_state=0).fit(X, y).program_
+    with pytest.raises(ValueError, match=r"^Experts to drop must be in \[0, 2\); got \[2\]\.$"):
+        linear.without_experts([2])
+    with pytest.raises(ValueError, match=r"^Dropping experts \[0, 1\] leaves none of the 2\.$"):
+        linear.without_experts([0, 1])
+
+
 def test_load_balancing_evens_expert_usage() -> None:
     X, y = _four_regimes()
     plain = MixturePolicy(n_experts=8, load_balance=0.0, n_refine=0, n_steps=1500, random_state=0).fit(X, y)

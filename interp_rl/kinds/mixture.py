@@ -40,6 +40,8 @@ from interp_rl.kinds.tree import TreeProgram
 from interp_rl.program import AffinePieces, ProgramBase, register_program
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from interp_rl.program import Controller
 
 __all__ = ["SQUASHES", "MixtureProgram", "router_tree"]
@@ -224,6 +226,32 @@ class MixtureProgram(ProgramBase):
         if self.score_trees is not None:
             out["router_depth"] = max(t.depth for t in self.score_trees)
         return out
+
+    def without_experts(self, drop: Sequence[int]) -> MixtureProgram:
+        """This mixture with experts ``drop`` (0-based) removed: where one of them acted, the router's next
+        choice acts (the highest remaining score). For a linear router or score trees; a routing tree names
+        one expert per leaf, so it has no next choice and is refused.
+
+        >>> p = MixtureProgram(expert_intercept=[[1.0], [2.0], [3.0]], expert_coef=np.zeros((3, 1, 1)),
+        ...                    router_intercept=[0.0, 1.0, 0.5], router_coef=np.zeros((3, 1)))
+        >>> p.predict(np.zeros((1, 1))), p.without_experts([1]).predict(np.zeros((1, 1)))
+        (array([[2.]]), array([[3.]]))
+        """
+        gone = sorted({int(m) for m in drop})
+        if any(not 0 <= m < self.n_experts for m in gone):
+            raise ValueError(f"Experts to drop must be in [0, {self.n_experts}); got {list(drop)}.")
+        keep = [m for m in range(self.n_experts) if m not in gone]
+        if not keep:
+            raise ValueError(f"Dropping experts {list(drop)} leaves none of the {self.n_experts}.")
+        if self.tree is not None:
+            raise ValueError("A routing tree names one expert per leaf, so a dropped expert has no next choice; "
+                             "distil the router again without it.")
+        trees = None if self.score_trees is None else [self.score_trees[m] for m in keep]
+        return dataclasses.replace(
+            self, expert_intercept=self.expert_intercept[keep], expert_coef=self.expert_coef[keep],
+            router_intercept=self.router_intercept[keep] if trees is None else np.zeros(0),
+            router_coef=self.router_coef[keep] if trees is None else np.zeros((0, self.obs_dim)),
+            score_trees=trees, usage=self.usage[keep])
 
     def expert(self, m: int) -> LinearProgram:
         """Expert ``m`` (0-based) as a linear program with this mixture's bounds."""
