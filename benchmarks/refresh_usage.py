@@ -22,8 +22,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import _failure_rate, _load_teacher, _piece_usage, default_teachers_dir, without_idle
+from benchmarks.harness import (
+    _failure_rate,
+    _load_teacher,
+    _piece_usage,
+    _teacher_location,
+    default_teachers_dir,
+    without_idle,
+)
 from benchmarks.suite import TeacherSpec
+from envs.training import TEACHER_FILE
 from interp_rl.io import atomic_write_text, json_safe
 
 __all__ = ["refresh_usage"]
@@ -55,8 +63,13 @@ def refresh_usage(results: str | Path, teachers_dir: str | Path | None = None, *
             continue
         name = rec["cell"]["teacher"]
         if name not in teachers:
-            teachers[name] = _load_teacher(TeacherSpec(**next(t for t in suite["teachers"] if t["name"] == name)),
-                                           res, tdir)
+            spec = TeacherSpec(**next(t for t in suite["teachers"] if t["name"] == name))
+            ready = _teacher_location(spec, res, tdir)
+            ready = ready / TEACHER_FILE if spec.train is not None else ready
+            teachers[name] = _load_teacher(spec, res, tdir) if ready.exists() else None
+        if teachers[name] is None:
+            log(f"{rec['id']}: skipped, teacher {name} is not there (a suite's trained teacher: run the suite)")
+            continue
         teacher, seed = teachers[name], int(rec["cell"]["seed"])
         controller = load_controller(folder)
         _, seen = _failure_rate(controller, teacher, rec["teacher"]["return_mean"], episodes, seed)

@@ -234,7 +234,7 @@ def test_bad_start_methods_are_one_line_errors(tmp_path: Path, extra: str, messa
      'settings = { max_leafs = 3 }', "Unknown setting(s) of [methods.tree] in suite "),
     ('seeds = [0\n', "is not valid:"),
     ('seeds = [0]\n[targets]\npercent = -5\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [4]',
-     "[targets] must map some of percent, worst_percent, below_half, parameters to numbers >= 0. "
+     "[targets] must map some of percent, worst_percent, below_half, parameters, idle_experts to numbers >= 0. "
      "Got {'percent': -5} instead."),
 ])
 def test_bad_suites_are_one_line_errors(tmp_path: Path, text: str, message: str) -> None:
