@@ -218,6 +218,39 @@ def load_tried(results: Path) -> list[dict[str, str]]:
     return out
 
 
+def against_trees(summary: dict[str, list[Group]], budget: float | None = None) -> list[str]:
+    """One line per teacher with mixtures and trees: the best mixture against the best tree within the same
+    parameter ``budget`` (all sizes when ``None``), by the mean % of teacher over seeds, the worst episode after.
+
+    >>> def g(method, kind, pct, params):
+    ...     rec = {"kind": kind, "percent_of_teacher": pct, "cell": {"seed": 0}, "size": {"parameters": params},
+    ...            "student": {"returns": [pct - 10]}, "teacher": {"return_mean": 100.0}}
+    ...     return Group("T-v5", "T", method, 8, [rec])
+    >>> line, = against_trees({"T": [g("moe", "mixture", 80.0, 960), g("tree", "tree", 85.0, 871),
+    ...                              g("tree", "tree", 99.0, 5000)]}, 1000)  # the 5,000-parameter tree is over
+    >>> print(line.replace(", ", ",\n"))
+    **T**: below,
+    by 5.0 points: best mixture moe 8 (960 parameters) 80.0% (worst 70.0%),
+    best tree tree 8 (871 parameters) 85.0% (worst 75.0%)
+    """
+    out = []
+    for teacher, groups in summary.items():
+        best: dict[str, Group] = {}
+        for kind in ("mixture", "tree"):
+            fits = [x for x in groups if x.percents and x.records[0].get("kind") == kind
+                    and (budget is None or (x.mean("size", "parameters") or 0) <= budget)]
+            if fits:
+                best[kind] = max(fits, key=lambda x: float(np.mean(x.percents)))
+        if len(best) < 2:
+            continue
+        m, t = (float(np.mean(best[k].percents)) for k in ("mixture", "tree"))
+        said = [f"best {name} {x.method} {x.size} ({_f(x.mean('size', 'parameters'), '.0f')} parameters) "
+                f"{float(np.mean(x.percents)):.1f}% (worst {x.worst_percent:.1f}%)"
+                for name, x in (("mixture", best["mixture"]), ("tree", best["tree"]))]
+        out.append(f"**{teacher}**: {'above' if m > t else 'below'}, by {abs(m - t):.1f} points: {', '.join(said)}")
+    return out
+
+
 def where_short(summary: dict[str, list[Group]], targets: dict[str, float],
                 tried: list[dict[str, str]] = ()) -> list[str]:
     """One line per teacher: the controller closest to ``targets``, its misses, and what was tried.
@@ -664,6 +697,12 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
               "what it misses, and what was tried: the suite's methods on that teacher and, from "
               "`tried.toml` in the results folder, the experiments outside the suite with their commands.")
         doc.bullets(where_short(summary, targets, tried))
+        if lines := against_trees(summary, targets.get("parameters")):
+            doc.h(3, "Mixtures against trees")
+            doc.p("Per teacher, the best mixture against the best tree within the same parameter budget"
+                  + (f" (≤ {targets['parameters']:g})" if "parameters" in targets else "")
+                  + ", by the mean % of teacher over seeds.")
+            doc.bullets(lines)
 
     agg = aggregate(summary, reps=reps, seed=seed)
     if agg:
