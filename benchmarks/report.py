@@ -228,9 +228,10 @@ def against_trees(summary: dict[str, list[Group]], budget: float | None = None) 
     ...     return Group("T-v5", "T", method, 8, [rec])
     >>> line, = against_trees({"T": [g("moe", "mixture", 80.0, 960), g("tree", "tree", 85.0, 871),
     ...                              g("tree", "tree", 99.0, 5000)]}, 1000)  # the 5,000-parameter tree is over
-    >>> print(line.replace(", ", ",\n"))
-    **T**: below,
-    by 5.0 points: best mixture moe 8 (960 parameters) 80.0% (worst 70.0%),
+    >>> for part in line.split(", "):
+    ...     print(part)
+    **T**: below
+    by 5.0 points: best mixture moe 8 (960 parameters) 80.0% (worst 70.0%)
     best tree tree 8 (871 parameters) 85.0% (worst 75.0%)
     """
     out = []
