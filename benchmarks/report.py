@@ -27,7 +27,7 @@ from interp_rl.compare import half_of_teacher, percent_of_teacher
 from interp_rl.errors import InterpRLError
 from interp_rl.io import atomic_write_bytes, atomic_write_text
 
-__all__ = ["Group", "aggregate", "chosen", "closest", "explanations", "load_tried", "pareto_front", "summarise",
+__all__ = ["Group", "aggregate", "at_a_glance", "chosen", "closest", "explanations", "load_tried", "pareto_front", "summarise",
            "target_checks", "where_short", "write_report"]
 
 TARGET = 90.0
@@ -250,6 +250,41 @@ def against_trees(summary: dict[str, list[Group]], budget: float | None = None) 
                 for name, x in (("mixture", best["mixture"]), ("tree", best["tree"]))]
         out.append(f"**{teacher}**: {'above' if m > t else 'below'}, by {abs(m - t):.1f} points: {', '.join(said)}")
     return out
+
+
+def at_a_glance(summary: dict[str, list[Group]], targets: dict[str, float]) -> tuple[list[str], list[list[str]]]:
+    """One row per teacher, one column per method (its first size): mean % of teacher / worst episode % /
+    % of episodes below half, over all seeds, in bold where every target is met, with the seeds counted.
+
+    >>> def g(method, pct, worst):
+    ...     rec = {"kind": "mixture", "percent_of_teacher": pct, "cell": {"seed": 0}, "size": {"parameters": 900},
+    ...            "student": {"returns": [worst]}, "teacher": {"return_mean": 100.0}}
+    ...     return Group("T-v5", "T", method, 8, [rec])
+    >>> header, rows = at_a_glance({"T": [g("moe", 95.0, 80.0), g("tree", 60.0, 10.0)]},
+    ...                            {"percent": 90, "worst_percent": 75})
+    >>> header
+    ['teacher', 'moe', 'tree', 'seeds']
+    >>> rows
+    [['T', '**95.0 / 80.0 / 0**', '60.0 / 10.0 / 100', '0']]
+    """
+    methods = sorted({g.method for groups in summary.values() for g in groups})
+    rows = []
+    for teacher, groups in summary.items():
+        first: dict[str, Group] = {}
+        for g in groups:
+            first.setdefault(g.method, g)
+        cells = []
+        for m in methods:
+            g = first.get(m)
+            if g is None or not g.percents:
+                cells.append("–")
+                continue
+            text = f"{float(np.mean(g.percents)):.1f} / {g.worst_percent:.1f} / {round(g.below_half, 1):g}"
+            checks = target_checks(g, targets)
+            cells.append(f"**{text}**" if checks and all(ok for ok, _ in checks.values()) else text)
+        seeds = sorted({s for g in groups for s in g.seeds})
+        rows.append([teacher, *cells, ", ".join(map(str, seeds))])
+    return ["teacher", *methods, "seeds"], rows
 
 
 def where_short(summary: dict[str, list[Group]], targets: dict[str, float],
@@ -691,6 +726,11 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
         doc.table(["teacher", "method", "size", "parameters", "mean % of teacher", "worst episode %",
                    "% of episodes below half", "the teacher itself: worst % / % below half",
                    "targets met, or the misses"], rows)
+
+        doc.h(3, "At a glance")
+        doc.p("Per teacher and method: mean % of teacher / worst episode % / % of episodes below half, the "
+              "seeds together as above; in bold where every target is met.")
+        doc.table(*at_a_glance(summary, targets))
 
         tried = load_tried(res)
         doc.h(3, "Where short")

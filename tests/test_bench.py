@@ -587,6 +587,16 @@ def test_report_tables_match_the_records(report: Path) -> None:
         assert checks["parameters"][0] == (params <= 20)
         if params > 20:
             assert f"{params:.0f} parameters (limit 20)" in verdict
+    # at a glance: one row per teacher, a column per method, bold where every target is met
+    from benchmarks.report import at_a_glance
+
+    header, (row,) = at_a_glance({"IP-SAC": groups}, targets)
+    assert "### At a glance" in md and "| " + " | ".join(header) + " |" in md and "| " + " | ".join(row) + " |" in md
+    for g in groups:
+        if g is next(h for h in groups if h.method == g.method):
+            cell = row[header.index(g.method)]
+            assert cell.strip("*").startswith(f"{np.mean(g.percents):.1f} / {g.worst_percent:.1f} / ")
+            assert cell.startswith("**") == all(ok for ok, _ in target_checks(g, targets).values())
     assert "![IP-SAC: % of teacher against parameters per method](figures/pareto-IP-SAC.png)" in md
     for name in re.findall(r"\]\((figures/[^)]+)\)", md):
         assert (report / name).is_file() and (report / name).stat().st_size > 0
