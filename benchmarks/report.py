@@ -140,6 +140,10 @@ def target_checks(g: Group, targets: dict[str, float]) -> dict[str, tuple[bool, 
     if "parameters" in targets and params is not None:
         t = targets["parameters"]
         out["parameters"] = (params <= t, f"{params:.0f} parameters" + ("" if params <= t else f" (limit {t:g})"))
+    minutes = g.mean("distill_seconds")
+    if "minutes" in targets and minutes is not None:
+        t, minutes = targets["minutes"], minutes / 60.0
+        out["minutes"] = (minutes <= t, f"{minutes:.1f} min" + ("" if minutes <= t else f" (limit {t:g})"))
     if "idle_experts" in targets and (check := idle_check(g, targets["idle_experts"], targets.get("percent"))):
         out["idle_experts"] = check
     return out

@@ -48,6 +48,8 @@ TARGET_KEYS = {
     "idle_experts": ("≤ {:g} idle experts (acting on < 2% of the states of the failure-rate episodes) in a mixture, "
                      "unless it does as well without them (its mean return on the evaluation episodes falls by ≤ 1 "
                      "point, or still meets the mean-return target)"),
+    "minutes": ("≤ {:g} min of distillation plus fine-tuning per cell (the record's `distill_seconds`, a fine-tuned "
+                "cell counting the distilled cell it starts from; wall clock on the machine the suite ran on)"),
 }
 
 

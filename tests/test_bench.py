@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from benchmarks.harness import RECORD_SCHEMA, load_records, run_suite
-from benchmarks.report import pareto_front, summarise, write_report
+from benchmarks.report import Group, pareto_front, summarise, write_report
 from benchmarks.stats import interval_estimate, iqm, stratified_bootstrap_ci
 from benchmarks.suite import Cell, SuiteError, builtin_suites, load_suite
 from interp_rl.cli import app
@@ -73,6 +73,7 @@ percent = 90
 worst_percent = 75
 below_half = 1
 parameters = 20
+minutes = 10
 
 [[teachers]]
 name = "IP-SAC"
@@ -234,8 +235,8 @@ def test_bad_start_methods_are_one_line_errors(tmp_path: Path, extra: str, messa
      'settings = { max_leafs = 3 }', "Unknown setting(s) of [methods.tree] in suite "),
     ('seeds = [0\n', "is not valid:"),
     ('seeds = [0]\n[targets]\npercent = -5\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [4]',
-     "[targets] must map some of percent, worst_percent, below_half, parameters, idle_experts to numbers >= 0. "
-     "Got {'percent': -5} instead."),
+     "[targets] must map some of percent, worst_percent, below_half, parameters, idle_experts, minutes to numbers "
+     ">= 0. Got {'percent': -5} instead."),
 ])
 def test_bad_suites_are_one_line_errors(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "bad.toml"
@@ -571,7 +572,7 @@ def test_report_tables_match_the_records(report: Path) -> None:
     # the suite's targets, every group checked: met, or by how much it misses
     from benchmarks.report import target_checks
 
-    targets = {"percent": 90, "worst_percent": 75, "below_half": 1, "parameters": 20}
+    targets = {"percent": 90, "worst_percent": 75, "below_half": 1, "parameters": 20, "minutes": 10}
     assert "## Targets" in md and "mean return ≥ 90% of the teacher's; worst episode ≥ 75%" in md
     for g in groups:
         checks = target_checks(g, targets)
@@ -587,6 +588,10 @@ def test_report_tables_match_the_records(report: Path) -> None:
         assert checks["parameters"][0] == (params <= 20)
         if params > 20:
             assert f"{params:.0f} parameters (limit 20)" in verdict
+        assert checks["minutes"] == (True, f"{g.mean('distill_seconds') / 60:.1f} min")  # tiny cells: seconds
+    fast = Group("T-v5", "T", "moe", 8, [{"percent_of_teacher": 99.0, "cell": {"seed": 0}, "distill_seconds": 1500,
+                                          "student": {"returns": [99.0]}, "teacher": {"return_mean": 100.0}}])
+    assert target_checks(fast, {"minutes": 20})["minutes"] == (False, "25.0 min (limit 20)")
     # at a glance: one row per teacher, a column per method, bold where every target is met
     from benchmarks.report import at_a_glance
 
@@ -610,7 +615,7 @@ def test_report_says_per_teacher_where_it_falls_short_and_what_was_tried(report:
 
     from benchmarks.report import closest, target_checks
 
-    targets = {"percent": 90, "worst_percent": 75, "below_half": 1, "parameters": 20}
+    targets = {"percent": 90, "worst_percent": 75, "below_half": 1, "parameters": 20, "minutes": 10}
     groups = summarise(load_records(report))["IP-SAC"]
     g, checks = closest(groups, targets)
     met = sum(ok for ok, _ in checks.values())
