@@ -290,7 +290,7 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
         "distill_seconds": made["distill_seconds"],
         "attribution_agreement": None,
         "details": {k: made.get(k) for k in ("weighting", "best_round", "samples", "dagger_history", "tuning",
-                                             "rl", "fit_facts", "start")},
+                                             "rl", "fit_facts", "start", "scratch")},
         "config": config,
         "controller": f"cells/{c.id}",
         "versions": versions(),

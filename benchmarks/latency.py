@@ -44,7 +44,8 @@ def native_c_latency(c_file: Path, obs: np.ndarray, act_dim: int, calls: int = 2
         main.write_text(_BENCH_MAIN % {"obs_dim": len(obs), "act_dim": act_dim, "calls": calls})
         exe = Path(tmp) / "bench"
         cc = find_compiler()
-        subprocess.run([*cc, "-O2", "-std=c99", "-ffp-contract=off", "-o", str(exe), str(c_file), str(main)],
+        # -lm last: a squashed mixture's controller.c calls tanh
+        subprocess.run([*cc, "-O2", "-std=c99", "-ffp-contract=off", "-o", str(exe), str(c_file), str(main), "-lm"],
                        check=True, capture_output=True)
         res = subprocess.run([str(exe)], input=" ".join(repr(float(v)) for v in obs), text=True,
                              capture_output=True, check=True)

@@ -27,8 +27,8 @@ from interp_rl.compare import half_of_teacher, percent_of_teacher
 from interp_rl.errors import InterpRLError
 from interp_rl.io import atomic_write_bytes, atomic_write_text
 
-__all__ = ["Group", "aggregate", "at_a_glance", "chosen", "closest", "explanations", "load_tried", "pareto_front", "summarise",
-           "target_checks", "where_short", "write_report"]
+__all__ = ["Group", "aggregate", "at_a_glance", "chosen", "closest", "explanations", "load_tried", "pareto_front",
+           "summarise", "target_checks", "where_short", "write_report"]
 
 TARGET = 90.0
 FIGURES = "figures"

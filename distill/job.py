@@ -52,6 +52,9 @@ class Distillation(BaseEstimator):
         critic, after leaf tuning; skipped when ``None`` or its ``n_steps`` is 0.
     collapse_atol : float, default=0.0
         Merge sibling tree leaves whose parameters differ by at most this (0: off).
+    scratch : ScratchTrainer, default=None
+        With ``n_steps`` > 0: no DAgger; the student (a mixture) is trained by RL from scratch on the
+        teacher's task instead (:class:`~distill.scratch.ScratchTrainer`), and the later stages start from it.
 
     Attributes
     ----------
@@ -63,19 +66,23 @@ class Distillation(BaseEstimator):
         Leaf tuning's returns and history (empty when it did not run).
     rl_ : dict
         Actor-critic fine-tuning's returns, history and critic source (empty when it did not run).
+    scratch_ : dict
+        RL from scratch: algorithm, steps, seconds, checkpoint history, the kept checkpoint (empty when it
+        did not run).
     """
 
     def __init__(self, dagger: DAgger | None = None, tuner: Any = None, rl: Any = None,
-                 collapse_atol: float = 0.0) -> None:
+                 collapse_atol: float = 0.0, scratch: Any = None) -> None:
         self.dagger = dagger
         self.tuner = tuner
         self.rl = rl
         self.collapse_atol = collapse_atol
+        self.scratch = scratch
 
     def _validate_params(self) -> None:
         """Check every setting of every part; a bad one raises the one-line template error."""
         (self.dagger or DAgger())._validate_params()
-        for part in (self.tuner, self.rl):
+        for part in (self.tuner, self.rl, self.scratch):
             if part is not None:
                 part._validate_params()
         check_float(self.collapse_atol, "collapse_atol", "Distillation")
@@ -93,8 +100,15 @@ class Distillation(BaseEstimator):
         self._validate_params()
         check_teacher(teacher, "Distillation")
         env_fn = env_fn if env_fn is not None else teacher.env_fn
-        if start is None:
-            dagger: DAgger | None = clone(self.dagger or DAgger()).set_params(checkpoint_dir=checkpoint_dir)
+        self.scratch_: dict[str, Any] = {}
+        dagger: DAgger | None
+        if self.scratch is not None and self.scratch.n_steps > 0:
+            if start is not None:
+                raise InterpRLError("RL from scratch (scratch_steps) and a start controller exclude each other: "
+                                    "drop one.")
+            dagger, student, scale = None, self._from_scratch(teacher, checkpoint_dir, resume, progress), None
+        elif start is None:
+            dagger = clone(self.dagger or DAgger()).set_params(checkpoint_dir=checkpoint_dir)
             dagger.fit(teacher, env_fn, resume=resume, progress=progress)
             student = dagger.student_
             scale = dagger.X_.std(axis=0)
@@ -127,6 +141,21 @@ class Distillation(BaseEstimator):
             student = collapse_similar(student, self.collapse_atol)
         self.dagger_, self.student_ = dagger, student
         return self
+
+    def _from_scratch(self, teacher: Teacher, checkpoint_dir: str | Path | None, resume: bool,
+                      progress: Callable[[dict[str, Any]], None] | None) -> Any:
+        import tempfile
+
+        trainer = clone(self.scratch)
+        with tempfile.TemporaryDirectory() as tmp:  # without a checkpoint folder the run cannot resume anyway
+            run = Path(checkpoint_dir) / "scratch" if checkpoint_dir is not None else Path(tmp) / "scratch"
+            trainer.fit(clone((self.dagger or DAgger()).student), teacher, checkpoint_dir=run, resume=resume,
+                        progress=progress)
+        meta = trainer.meta_
+        self.scratch_ = {"algo": trainer.algo, "steps": trainer.n_steps, "seconds": trainer.seconds_,
+                         "history": trainer.history_, "kept_step": meta.get("model_step"),
+                         "kept_return": meta.get("model_eval_return")}
+        return trainer.student_
 
 
 def _picture(controller: Controller, out: Path, title: str, metrics: dict[str, Any]) -> None:
@@ -219,9 +248,13 @@ def run_job(
     if dagger is not None:
         # Rounds finished before an interruption count too: each round records its own time.
         earlier = sum(r["seconds"] for r in dagger.history_[: len(dagger.history_) - rounds_now])
-    else:
+    elif begin is not None:
         earlier = begin[1].get("distill_seconds") or 0.0  # the start's own making
+    else:  # RL from scratch: its seconds before a resume are in its own history
+        earlier = 0.0
     seconds = earlier + (estimator.rl_.get("earlier_seconds") or 0.0) + time.perf_counter() - t0
+    if estimator.scratch_:
+        seconds = max(seconds, estimator.scratch_["seconds"] + (estimator.rl_.get("seconds") or 0.0))
 
     metadata: dict[str, Any] = {"method": method.name, "settings": resolved, "teacher": provenance or {}}
     controller = estimator.student_.to_controller(features, actions, task=teacher.task, metadata=metadata)
@@ -236,6 +269,8 @@ def run_job(
         "tuning": estimator.tuning_,
         "rl": estimator.rl_,
     }
+    if estimator.scratch_:
+        metrics["scratch"] = estimator.scratch_
     if dagger is not None:
         metrics.update({
             "weighting": dagger.weighting_, "best_round": dagger.best_round_, "samples": dagger.n_samples_used_,
@@ -243,7 +278,7 @@ def run_job(
             # what the distilled student reports of its own fit (a mixture: router-tree agreement, usage)
             "fit_facts": getattr(dagger.student_, "fit_facts", dict)(),
         })
-    else:  # the start's distillation, as its own metrics say
+    elif begin is not None:  # the start's distillation, as its own metrics say
         metrics.update({k: begin[1].get(k) for k in ("weighting", "best_round", "samples", "dagger_history",
                                                     "fit_facts")})
         metrics["start"] = {"controller": str(start), "distill_seconds": earlier,

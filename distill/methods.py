@@ -27,6 +27,7 @@ from distill.job import Distillation
 from distill.linear import LinearPolicy
 from distill.moe import MixturePolicy
 from distill.rl import CriticTuner
+from distill.scratch import ScratchTrainer
 from distill.tree import TreePolicy
 from interp_rl._validation import check_int
 from interp_rl.errors import InvalidParameterError, bad_value
@@ -309,7 +310,7 @@ register_method(Method(
     name="moe",
     description="mixture of sparse linear experts and a router (SMOSE; DAgger)",
     size="experts",
-    make=lambda: Distillation(dagger=DAgger(MixturePolicy()), rl=CriticTuner()),
+    make=lambda: Distillation(dagger=DAgger(MixturePolicy()), rl=CriticTuner(), scratch=ScratchTrainer()),
     options=(
         Option("experts", ("dagger__student__n_experts",), "Number of linear experts."),
         Option("router", ("dagger__student__router",), "'linear' (the highest score acts), 'tree' (one decision "
@@ -324,7 +325,12 @@ register_method(Method(
         Option("gate_noise", ("dagger__student__gate_noise",), "Noise on the router's scores while training.",
                float),
         Option("train_steps", ("dagger__student__n_steps",), "Gradient steps of the end-to-end training."),
-        *_dagger_options(("dagger__seed", "rl__seed")), *_rl_options(),
+        *_dagger_options(("dagger__seed", "rl__seed", "scratch__seed")), *_rl_options(),
+        Option("scratch_steps", ("scratch__n_steps",), "Instead of distilling, train the mixture (linear router) by "
+               "RL from scratch for this many environment steps on the teacher's task; the teacher is only the "
+               "yardstick (0: off).", int),
+        Option("scratch_algo", ("scratch__algo",), "The RL algorithm of --scratch-steps: sac, ppo, a2c or trpo.",
+               str),
     ),
     picture_note="shading: share of visited states per expert",
 ))

@@ -197,12 +197,15 @@ def load_teacher(
         raise TeacherLoadError(
             f"The zoo config names env wrappers interp-rl cannot rebuild: {', '.join(unsupported)}."
         )
+    saved = meta.get("variant", {})  # what `interp-rl train` trained in
     base = EnvVariant(
-        time_feature=bool(wrappers) or bool(meta.get("variant", {}).get("time_feature")),
-        legacy_model=legacy_model,
+        time_feature=bool(wrappers) or bool(saved.get("time_feature")),
+        legacy_model=legacy_model or bool(saved.get("legacy_model")),
     )
     obs_dim = int(np.prod(model.observation_space.shape))
     variant = _choose_variant(task, obs_dim, base)
+    if saved.get("zero_contact_forces") and variant.obs_layout != "default":
+        variant = replace(variant, zero_contact_forces=True)
 
     normalizer: ObsNormalizer | None = None
     if meta.get("normalizer"):

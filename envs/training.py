@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -63,6 +65,19 @@ class TrainConfig:
     """Which policy becomes ``model.zip``: ``best`` (highest checkpoint evaluation) or ``last``."""
     threads: int = 1
     """Torch CPU threads; one is fastest for these small networks (and never oversubscribes)."""
+    variant: dict[str, Any] = field(default_factory=dict)
+    """The environment adjusted as for an agent (fields of :class:`~envs.registry.EnvVariant`, e.g.
+    ``{"time_feature": True}``); empty: the plain task. Training a controller on a teacher's own
+    observation layout makes the two comparable on the same episodes."""
+
+    def env_variant(self) -> EnvVariant:
+        """:attr:`variant` as an :class:`~envs.registry.EnvVariant`; unknown fields are a one-line error."""
+        known = set(EnvVariant.__dataclass_fields__)
+        if not isinstance(self.variant, dict) or set(self.variant) - known:
+            raise InvalidParameterError(
+                f"The 'variant' setting of train must map some of {', '.join(sorted(known))} to values. "
+                f"Got {self.variant!r} instead.")
+        return EnvVariant(**self.variant)
 
     def resolved_hyperparams(self) -> dict[str, Any]:
         """Per-task defaults updated with :attr:`hyperparams`."""
@@ -192,8 +207,9 @@ def _normalizer_of(venv: Any) -> ObsNormalizer:
                          float(venv.clip_obs), float(venv.epsilon))
 
 
-def _checkpoint_callback(run: _Run, every: int, last: int) -> Any:
-    """An SB3 callback that checkpoints ``run`` every ``every`` steps."""
+def _checkpoint_callback(run: _Run, every: int, last: int,
+                         on_checkpoint: Callable[[dict[str, Any]], None] | None = None) -> Any:
+    """An SB3 callback that checkpoints ``run`` every ``every`` steps (and tells ``on_checkpoint``)."""
     from stable_baselines3.common.callbacks import BaseCallback
 
     class _Checkpoint(BaseCallback):  # type: ignore[misc]
@@ -202,6 +218,8 @@ def _checkpoint_callback(run: _Run, every: int, last: int) -> Any:
             if self.num_timesteps - last >= every:
                 run.checkpoint(self.model)
                 last = self.num_timesteps
+                if on_checkpoint is not None and run.history:
+                    on_checkpoint(dict(run.history[-1]))
             return True
 
     return _Checkpoint()
@@ -219,10 +237,11 @@ class _Run:
         self.task = get_task(cfg.task).id
         self.history: list[dict[str, Any]] = []
         self.best: dict[str, Any] | None = None
+        self.t0 = time.perf_counter()  # moved back by the seconds a resumed run had already spent
 
     def make_venv(self) -> Any:
         n_envs = int(self.hp.get("n_envs", 1))
-        venv = make_vec_env(self.task, n_envs, self.cfg.seed, EnvVariant())
+        venv = make_vec_env(self.task, n_envs, self.cfg.seed, self.cfg.env_variant())
         if self.hp.get("normalize"):
             from stable_baselines3.common.vec_env import VecNormalize
 
@@ -241,7 +260,7 @@ class _Run:
         """Deterministic return of the current policy (episodes seeded away from training)."""
         if self.cfg.eval_episodes == 0:
             return None
-        env_fn = env_factory(self.task)
+        env_fn = env_factory(self.task, self.cfg.env_variant())
         teacher = SB3Teacher(model, self.algo, self.task, normalizer=self.normalizer(model), env_fn=env_fn)
         result = evaluate(teacher, env_fn, self.cfg.eval_episodes,
                           seed=self.cfg.seed + _EVAL_SEED_OFFSET, task=self.task)
@@ -253,7 +272,8 @@ class _Run:
             return
         score = self.evaluate(model)
         self.history.append({"step": int(model.num_timesteps), "eval_return": score,
-                             "recent_return": self.recent_return(model)})
+                             "recent_return": self.recent_return(model),
+                             "seconds": time.perf_counter() - self.t0})
         if score is not None and (self.best is None or score > self.best["eval_return"]):
             self.ckpt.mkdir(parents=True, exist_ok=True)
             _save_zip(model, self.ckpt / "best_model.zip")
@@ -297,7 +317,7 @@ class _Run:
             "model_step": chosen["step"] if chosen else int(model.num_timesteps),
             "model_eval_return": chosen["eval_return"] if chosen else None,
             "eval_episodes": self.cfg.eval_episodes,
-            "variant": EnvVariant().to_dict(),
+            "variant": self.cfg.env_variant().to_dict(),
             "history": self.history,
         }
         if self.hp.get("normalize"):
@@ -315,8 +335,12 @@ def train_teacher(
     *,
     resume: bool = False,
     progress_bar: bool = True,
+    on_checkpoint: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Train ``cfg.algo`` on ``cfg.task``; return the ``teacher.json`` metadata.
+
+    ``on_checkpoint``, when given, receives the history row (``step``, ``eval_return``, ...) of every
+    checkpoint, for a caller that shows progress its own way.
 
     Raises
     ------
@@ -373,6 +397,7 @@ def train_teacher(
         done = int(state["num_timesteps"])
         run.history = list(state.get("history", []))
         run.best = state.get("best")
+        run.t0 -= float(run.history[-1].get("seconds", 0.0)) if run.history else 0.0
         if run.hp.get("normalize"):
             _load_vecnorm(venv, run.ckpt / "vecnormalize_state.npz")
         model = algorithm_class(run.algo).load(str(run.ckpt / "model.zip"), env=venv, device="cpu")
@@ -381,7 +406,7 @@ def train_teacher(
     else:
         model = fresh
     every = cfg.checkpoint_every or max(1000, steps // 10)
-    callback = _checkpoint_callback(run, every, done)
+    callback = _checkpoint_callback(run, every, done, on_checkpoint)
     remaining = steps - done
     try:
         with sigterm_as_interrupt():

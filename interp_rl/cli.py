@@ -472,9 +472,11 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), TimeRemainingColumn(), console=err,
                   disable=not sys.stderr.isatty()) as bar:
+        scratch = bool(resolved.get("scratch_steps"))
         job = bar.add_task(f"Fine-tuning {start} on {t.task}" if start is not None else
+                           f"Training a {method.name} controller by RL from scratch on {t.task}" if scratch else
                            f"Distilling {t.algo.upper()} on {t.task}",
-                           total=None if start is not None else resolved["iterations"] + 1)
+                           total=None if start is not None or scratch else resolved["iterations"] + 1)
 
         def on_round(row: dict[str, Any]) -> None:
             if "round" in row:
@@ -482,6 +484,10 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
                 bar.update(job, completed=row["round"] + 1, description=(
                     f"DAgger round {row['round']}" + (f": return {ret:.0f}" if ret == ret and ret is not None
                                                       else "")))
+            elif row.get("phase") == "scratch":
+                ret = row.get("return_mean")
+                bar.update(job, description=f"RL from scratch: {row['step']} of {row['total']} steps"
+                                            + (f", return {ret:.0f}" if ret is not None else ""))
             elif "step" in row:
                 bar.update(job, description=f"Fine-tuning on the return: {row['step']} transitions, "
                                             f"return {row['return_mean']:.0f}")

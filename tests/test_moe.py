@@ -195,6 +195,18 @@ def test_tanh_squash_maps_each_experts_output_into_the_bounds_as_sac_does() -> N
                        squash="sigmoid")
 
 
+def test_the_benchmarks_c_latency_links_a_squashed_mixture(tmp_path: Path) -> None:
+    """A SAC-trained mixture's controller.c calls tanh: the harness's timing loop must link it."""
+    from benchmarks.latency import controller_latency
+    from interp_rl.export import write_exports
+
+    ctrl = _controller(_programs()["tanh"])
+    write_exports(ctrl, tmp_path, force=True)
+    states = np.random.default_rng(0).normal(size=(8, 4))
+    lat = controller_latency(ctrl, tmp_path, states, repeats=5)
+    assert lat["c_native_s"] is not None and lat["c_native_s"] > 0
+
+
 @pytest.mark.parametrize(("router", "limit"), [("linear", 1000), ("tree", 800), ("trees", 900), ("linear", 400)])
 def test_max_parameters_keeps_a_wide_mixture_within_budget(router: str, limit: int) -> None:
     """HalfCheetah's shape (17 features, 6 actions, 8 experts) is 1,008 parameters dense; the default keeps 1,000."""

@@ -407,3 +407,52 @@ def test_a_mujoco_episode_in_flight_continues_exactly_from_its_saved_state() -> 
     for act in rng.uniform(-1, 1, (60, 3)):
         ra, rb = a.step(act), b.step(act)
         assert np.array_equal(ra[0], rb[0]) and ra[1:4] == rb[1:4]
+
+
+def test_distill_moe_by_rl_from_scratch_trains_the_mixture_instead_of_distilling(pendulum_sac: Path,
+                                                                                 tmp_path: Path) -> None:
+    """``--scratch-steps``: SMOSE proper as a method's first stage, the teacher only the yardstick."""
+    def distill(out: Path, *extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*CLI, "distill", "moe", "--teacher", str(pendulum_sac), "--env", "Pendulum-v1",
+                               "--experts", "2", "--scratch-steps", "300", "--eval-episodes", "2", "--seed", "3",
+                               *extra, "--out", str(out)], capture_output=True, text=True, timeout=600)
+
+    run = distill(tmp_path / "a")
+    assert run.returncode == 0, run.stderr
+    metrics = json.loads((tmp_path / "a" / "metrics.json").read_text())
+    assert "dagger_history" not in metrics  # nothing distilled
+    assert metrics["scratch"]["algo"] == "sac" and metrics["scratch"]["steps"] == 300
+    assert [h["step"] for h in metrics["scratch"]["history"]] == [300] and metrics["distill_seconds"] > 0
+    assert metrics["distill_seconds"] >= metrics["scratch"]["history"][-1]["seconds"]
+    ctrl = load_controller(tmp_path / "a")
+    assert ctrl.kind == "mixture" and ctrl.program.n_experts == 2 and ctrl.program.squash == "tanh"  # SAC's actor
+    assert not (tmp_path / "a" / "checkpoint").exists()
+    # same seed, same controller; the evaluation saw it act
+    assert distill(tmp_path / "b").returncode == 0
+    assert load_controller(tmp_path / "b").program.to_dict() == ctrl.program.to_dict()
+    assert metrics["student_return"] == json.loads((tmp_path / "b" / "metrics.json").read_text())["student_return"]
+    # what it cannot do, in one line each
+    for extra, line in ((["--router", "tree"], "Error: RL from scratch trains a linear router; got router='tree' "
+                                               "(distil the router into a tree afterwards, or use router='linear')."),
+                        (["--start", str(tmp_path / "a")], "Error: RL from scratch (scratch_steps) and a start "
+                                                           "controller exclude each other: drop one."),
+                        (["--scratch-algo", "td3"], "Error: The '--scratch-algo' option of interp-rl distill moe "
+                                                    "must be one of 'sac', 'ppo', 'a2c', 'trpo'. Got 'td3' instead.")):
+        run = distill(tmp_path / "bad", *extra)
+        assert run.returncode == 1 and run.stderr.strip() == line, run.stderr
+
+
+def test_training_in_a_teachers_observation_layout_keeps_it(tmp_path: Path) -> None:
+    from envs.training import TrainConfig, train_teacher
+
+    cfg = TrainConfig(algo="ppo", task="Pendulum-v1", steps=256, out=str(tmp_path / "tf"), eval_episodes=1,
+                      hyperparams={"n_steps": 128, "batch_size": 64}, variant={"time_feature": True})
+    meta = train_teacher(cfg, progress_bar=False)
+    assert meta["variant"]["time_feature"] and all("seconds" in h for h in meta["history"])
+    teacher = load_teacher(tmp_path / "tf")
+    assert teacher.variant["time_feature"] and len(teacher.feature_names) == 4  # cos, sin, speed, time left
+    with pytest.raises(InvalidParameterError) as exc:
+        train_teacher(TrainConfig(algo="ppo", task="Pendulum-v1", steps=256, out=str(tmp_path / "x"),
+                                  variant={"layout": "v3"}), progress_bar=False)
+    assert str(exc.value).startswith("The 'variant' setting of train must map some of legacy_model, obs_layout, "
+                                     "time_feature, zero_contact_forces to values. Got {'layout': 'v3'} instead.")

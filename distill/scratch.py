@@ -1,0 +1,110 @@
+"""RL from scratch in place of distillation: SMOSE proper, as a method's first stage.
+
+:class:`ScratchTrainer` trains the mixture the student would have distilled (same number of experts,
+a linear router) end to end with SB3 (``interp-rl train --policy moe``) on the teacher's task, in the
+teacher's own observation layout, for a fixed number of environment steps. The teacher is not
+consulted: it is only the yardstick the harness measures the result against, on the same episodes as
+every distilled controller. Set as :class:`~distill.job.Distillation`'s ``scratch`` stage (the
+``moe`` method's ``--scratch-steps``), it makes RL from scratch one more cell of every benchmark
+suite, next to distillation and fine-tuning at equal environment steps.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sklearn.base import BaseEstimator
+
+from interp_rl._validation import check_choice, check_int
+from interp_rl.errors import InterpRLError
+from interp_rl.teachers import Teacher
+
+__all__ = ["ScratchTrainer"]
+
+#: The algorithms that train a mixture actor (``interp-rl train --policy moe``).
+SCRATCH_ALGOS = ("sac", "ppo", "a2c", "trpo")
+
+
+class ScratchTrainer(BaseEstimator):
+    """Train a top-1 mixture of linear experts by RL from scratch on the teacher's task.
+
+    Parameters
+    ----------
+    n_steps : int, default=0
+        Environment steps (0: off; the method distils as usual).
+    algo : {'sac', 'ppo', 'a2c', 'trpo'}, default='sac'
+        The RL algorithm (SMOSE used SAC), with the toolkit's shipped hyperparameters for the task.
+    seed : int, default=0
+        Seeds the environments, the networks and the exploration.
+    eval_episodes : int, default=5
+        Deterministic episodes at every checkpoint (tenths of ``n_steps``); the best checkpoint is kept.
+
+    Attributes
+    ----------
+    student_ : MixturePolicy
+        The student running the trained mixture.
+    history_ : list of dict
+        ``step``, ``eval_return``, ``recent_return`` and ``seconds`` at every checkpoint.
+    seconds_ : float
+        Wall-clock seconds of the training, a resumed run's earlier ones included.
+
+    Examples
+    --------
+    >>> ScratchTrainer(n_steps=190_000, algo="sac")
+    ScratchTrainer(n_steps=190000)
+    """
+
+    def __init__(self, n_steps: int = 0, algo: str = "sac", seed: int = 0, eval_episodes: int = 5) -> None:
+        self.n_steps = n_steps
+        self.algo = algo
+        self.seed = seed
+        self.eval_episodes = eval_episodes
+
+    def _validate_params(self) -> None:
+        owner = type(self).__name__
+        check_int(self.n_steps, "n_steps", owner, low=0)
+        check_choice(self.algo, "algo", owner, SCRATCH_ALGOS)
+        check_int(self.seed, "seed", owner, low=0)
+        check_int(self.eval_episodes, "eval_episodes", owner, low=1)
+
+    def fit(self, student: Any, teacher: Teacher, *, checkpoint_dir: str | Path,
+            resume: bool = False, progress: Callable[[dict[str, Any]], None] | None = None) -> ScratchTrainer:
+        """Train the mixture ``student`` describes (an unfitted :class:`~distill.moe.MixturePolicy`: its
+        ``n_experts``; the router is linear) on ``teacher``'s task and observation layout, in
+        ``checkpoint_dir`` (``resume=True`` continues an interrupted run there)."""
+        from envs.training import TrainConfig, train_teacher
+        from interp_rl.program import load_controller
+
+        self._validate_params()
+        if getattr(student, "program_kind", None) != "mixture":
+            raise InterpRLError(f"RL from scratch trains mixtures of linear experts; this method's student is a "
+                                f"{getattr(student, 'program_kind', type(student).__name__)} (use the moe method).")
+        if student.router != "linear":
+            raise InterpRLError(f"RL from scratch trains a linear router; got router={student.router!r} (distil "
+                                "the router into a tree afterwards, or use router='linear').")
+        run = Path(checkpoint_dir)
+        cfg = TrainConfig(algo=self.algo, task=teacher.task, steps=self.n_steps, out=str(run), seed=self.seed,
+                          eval_episodes=self.eval_episodes, variant=dict(getattr(teacher, "variant", None) or {}),
+                          hyperparams={"policy": "moe", "policy_kwargs": {"n_experts": int(student.n_experts)}})
+        t0 = time.perf_counter()
+        def tell(row: dict[str, Any]) -> None:
+            if progress is not None:
+                progress({"phase": "scratch", "step": row["step"], "total": self.n_steps,
+                          "return_mean": row.get("eval_return")})
+
+        meta = train_teacher(cfg, resume=resume and run.is_dir(), progress_bar=False, on_checkpoint=tell)
+        self.history_ = list(meta.get("history", []))
+        earlier = max([0.0, *(float(h.get("seconds", 0.0)) for h in self.history_)])
+        self.seconds_ = max(earlier, time.perf_counter() - t0)
+        controller = load_controller(run / "controller.json")
+        names = getattr(teacher, "feature_names", None)
+        if names is not None and controller.program.obs_dim != len(names):
+            raise InterpRLError(f"The mixture trained in {str(run)!r} reads {controller.program.obs_dim} features; "
+                                f"the teacher's {teacher.task} gives {len(names)}.")
+        self.student_ = type(student).from_program(controller.program)
+        self.meta_ = json.loads(json.dumps(meta, default=str))
+        return self
