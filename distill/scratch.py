@@ -76,7 +76,6 @@ class ScratchTrainer(BaseEstimator):
         """Train the mixture ``student`` describes (an unfitted :class:`~distill.moe.MixturePolicy`: its
         ``n_experts``; the router is linear) on ``teacher``'s task and observation layout, in
         ``checkpoint_dir`` (``resume=True`` continues an interrupted run there)."""
-        from envs.training import TrainConfig, train_teacher
         from interp_rl.program import load_controller
 
         self._validate_params()
@@ -86,17 +85,21 @@ class ScratchTrainer(BaseEstimator):
         if student.router != "linear":
             raise InterpRLError(f"RL from scratch trains a linear router; got router={student.router!r} (distil "
                                 "the router into a tree afterwards, or use router='linear').")
+        train = getattr(teacher, "train_from_scratch", None)
+        if not callable(train):
+            raise InterpRLError(f"RL from scratch needs a teacher that can train on its own task "
+                                f"(train_from_scratch, as teachers from envs.load_teacher have); "
+                                f"{type(teacher).__name__} has none.")
         run = Path(checkpoint_dir)
-        cfg = TrainConfig(algo=self.algo, task=teacher.task, steps=self.n_steps, out=str(run), seed=self.seed,
-                          eval_episodes=self.eval_episodes, variant=dict(getattr(teacher, "variant", None) or {}),
-                          hyperparams={"policy": "moe", "policy_kwargs": {"n_experts": int(student.n_experts)}})
         t0 = time.perf_counter()
         def tell(row: dict[str, Any]) -> None:
             if progress is not None:
                 progress({"phase": "scratch", "step": row["step"], "total": self.n_steps,
                           "return_mean": row.get("eval_return")})
 
-        meta = train_teacher(cfg, resume=resume and run.is_dir(), progress_bar=False, on_checkpoint=tell)
+        meta = train(run, algo=self.algo, steps=self.n_steps, seed=self.seed, eval_episodes=self.eval_episodes,
+                     hyperparams={"policy": "moe", "policy_kwargs": {"n_experts": int(student.n_experts)}},
+                     resume=resume and run.is_dir(), on_checkpoint=tell)
         self.history_ = list(meta.get("history", []))
         earlier = max([0.0, *(float(h.get("seconds", 0.0)) for h in self.history_)])
         self.seconds_ = max(earlier, time.perf_counter() - t0)

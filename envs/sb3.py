@@ -369,6 +369,33 @@ class SB3Teacher:
         """Whether :meth:`value` is available (PPO, A2C, TRPO)."""
         return self.algo in V_ALGOS
 
+    def train_from_scratch(
+        self,
+        out: str | Path,
+        *,
+        algo: str,
+        steps: int,
+        seed: int = 0,
+        eval_episodes: int = 5,
+        hyperparams: dict[str, Any] | None = None,
+        resume: bool = False,
+        on_checkpoint: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        """Train a new agent by RL from scratch on this teacher's task, in its observation layout.
+
+        The run (``interp-rl train``: checkpoints, resume, the best checkpoint kept) goes to ``out``,
+        with this teacher's environment variant; ``hyperparams`` override the task's shipped ones
+        (``{"policy": "moe", ...}`` trains a mixture of linear experts and writes its ``controller.json``).
+        This is how :class:`distill.scratch.ScratchTrainer` reaches the training machinery without
+        importing ``envs``. Returns the run's ``teacher.json`` metadata.
+        """
+        from envs.training import TrainConfig, train_teacher
+
+        cfg = TrainConfig(algo=algo, task=self.task, steps=steps, out=str(out), seed=seed,
+                          eval_episodes=eval_episodes, variant=dict(self.variant),
+                          hyperparams=dict(hyperparams or {}))
+        return train_teacher(cfg, resume=resume, progress_bar=False, on_checkpoint=on_checkpoint)
+
     def _prepare(self, obs: Any) -> tuple[np.ndarray, bool]:
         arr, single = check_observations(
             obs, self.obs_dim, owner=f"the {self.algo.upper()} teacher", task=self.task,

@@ -4,6 +4,9 @@ A teacher is a :class:`~interp_rl.policy.Policy` (batched deterministic ``predic
 observations) that also knows its task: the action bounds, the environment it expects
 (``env_fn``, required), and, when it has them, its critic — ``q_values(obs, actions)`` for
 Q-function agents (SAC, TD3, DDPG, TQC), ``value(obs)`` for state-value agents (PPO, A2C, TRPO).
+A teacher that can also train a new agent on its own task and observation layout offers
+``train_from_scratch(out, *, algo, steps, seed, eval_episodes, hyperparams, resume, on_checkpoint)``
+(optional; RL from scratch, :class:`distill.scratch.ScratchTrainer`, needs it).
 
 :class:`envs.sb3.SB3Teacher` implements it for Stable-Baselines3 agents; anything else with
 these attributes is a teacher too (a test's stand-in with a known Q-function, a hand-written

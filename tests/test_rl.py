@@ -14,7 +14,7 @@ import pytest
 import envs
 from distill import CriticTuner, DAgger, LinearPolicy, MixturePolicy
 from envs.teachers import load_teacher
-from interp_rl.errors import InvalidParameterError
+from interp_rl.errors import InterpRLError, InvalidParameterError
 from interp_rl.program import load_controller
 
 pytestmark = pytest.mark.usefixtures("single_torch_thread")
@@ -440,6 +440,20 @@ def test_distill_moe_by_rl_from_scratch_trains_the_mixture_instead_of_distilling
                                                     "must be one of 'sac', 'ppo', 'a2c', 'trpo'. Got 'td3' instead.")):
         run = distill(tmp_path / "bad", *extra)
         assert run.returncode == 1 and run.stderr.strip() == line, run.stderr
+
+
+def test_rl_from_scratch_asks_the_teacher_to_train_and_names_one_that_cannot(tmp_path: Path) -> None:
+    """``distill`` never imports ``envs``: the training runs through the teacher (``train_from_scratch``)."""
+    from distill.scratch import ScratchTrainer
+
+    class Bare:  # a teacher that knows no training machinery
+        task = "Pendulum-v1"
+
+    with pytest.raises(InterpRLError) as exc:
+        ScratchTrainer(n_steps=10).fit(MixturePolicy(n_experts=2), Bare(), checkpoint_dir=tmp_path / "r")
+    assert str(exc.value) == ("RL from scratch needs a teacher that can train on its own task (train_from_scratch, "
+                              "as teachers from envs.load_teacher have); Bare has none.")
+    assert not (tmp_path / "r").exists()
 
 
 def test_training_in_a_teachers_observation_layout_keeps_it(tmp_path: Path) -> None:
