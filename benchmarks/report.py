@@ -385,30 +385,52 @@ def chosen(groups: list[Group]) -> dict[str, Group]:
 
 
 def aggregate(summary: dict[str, list[Group]], *, reps: int = 2000, seed: int = 0) -> list[dict[str, Any]]:
-    """IQM of % of teacher over all tasks (runs x tasks, stratified by task) per (method, size) that every
-    task ran with the same seeds."""
+    """IQM of % of teacher over all tasks (runs x tasks, stratified by task) per (method, size) that ran on
+    every task, over the seeds every task ran (a seed some task lacks is left out, so every task weighs the
+    same). See :func:`left_out_of_aggregate` for the (method, size) pairs that cannot be aggregated."""
     if len(summary) < 2:
         return []
-    by_key: dict[tuple[str, str], dict[str, Group]] = defaultdict(dict)
-    for teacher, groups in summary.items():
-        for g in groups:
-            by_key[(g.method, json.dumps(g.size))][teacher] = g
     rows = []
-    for (method, size), per_task in by_key.items():
-        if len(per_task) != len(summary):
+    for (method, size), per_task in _by_method_size(summary).items():
+        seeds = _common_seeds(per_task)
+        if len(per_task) != len(summary) or not seeds:
             continue
-        seeds = {tuple(g.seeds) for g in per_task.values()}
-        if len(seeds) != 1:
-            continue
-        matrix = np.array([g.percents for g in per_task.values()]).T  # (seeds, tasks)
+        matrix = np.array([[p for s, p in zip(g.seeds, g.percents, strict=True) if s in seeds]
+                           for g in per_task.values()]).T  # (seeds, tasks)
         if not np.isfinite(matrix).all():
             continue
         params = float(np.mean([g.mean("size", "parameters") or 0 for g in per_task.values()]))
         rows.append({"method": method, "size": json.loads(size), "tasks": len(per_task),
-                     "seeds": len(next(iter(seeds))), "parameters": params,
+                     "seeds": len(seeds), "seed_list": sorted(seeds), "parameters": params,
                      **interval_estimate(matrix, reps=reps, seed=seed)})
     rows.sort(key=lambda r: (r["method"], _size_key(r["size"])))
     return rows
+
+
+def left_out_of_aggregate(summary: dict[str, list[Group]]) -> list[str]:
+    """Why each (method, size) missing from :func:`aggregate` is missing: tasks it did not run on, or no seed
+    that every task ran."""
+    out = []
+    for (method, size), per_task in _by_method_size(summary).items():
+        if len(per_task) != len(summary):
+            missing = sorted(set(summary) - set(per_task))
+            out.append(f"{method} {json.loads(size)}: ran on {len(per_task)} of {len(summary)} tasks "
+                       f"(not on {', '.join(missing)})")
+        elif not _common_seeds(per_task):
+            out.append(f"{method} {json.loads(size)}: no seed that every task ran")
+    return sorted(out)
+
+
+def _by_method_size(summary: dict[str, list[Group]]) -> dict[tuple[str, str], dict[str, Group]]:
+    by_key: dict[tuple[str, str], dict[str, Group]] = defaultdict(dict)
+    for teacher, groups in summary.items():
+        for g in groups:
+            by_key[(g.method, json.dumps(g.size))][teacher] = g
+    return by_key
+
+
+def _common_seeds(per_task: dict[str, Group]) -> set[int]:
+    return set.intersection(*(set(g.seeds) for g in per_task.values())) if per_task else set()
 
 
 # ----------------------------------------------------------------------------- plots
@@ -752,13 +774,17 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
     agg = aggregate(summary, reps=reps, seed=seed)
     if agg:
         doc.h(2, "All tasks together")
-        doc.p(f"IQM of % of teacher over the {agg[0]['seeds']} × {agg[0]['tasks']} (seed × task) runs, with "
-              "95% stratified-bootstrap intervals (seeds resampled within each task).")
+        doc.p(f"IQM of % of teacher over the seed × task runs ({agg[0]['tasks']} tasks; per method the seeds "
+              "that every task ran, so that every task weighs the same), with 95% stratified-bootstrap "
+              "intervals (seeds resampled within each task).")
         image("aggregate.png", aggregate_plot(agg), "% of teacher against size, all tasks")
-        doc.table(["method", "size", "parameters (mean)", "IQM [95% CI]", "mean"],
+        doc.table(["method", "size", "parameters (mean)", "seeds", "IQM [95% CI]", "mean"],
                   [[r["method"], str(r["size"]), f"{r['parameters']:.0f}",
+                    ", ".join(map(str, r["seed_list"])),
                     f"{r['iqm']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}]", f"{r['mean']:.1f}"]
                    for r in agg])
+        if left := left_out_of_aggregate(summary):
+            doc.p("Not in this table: " + "; ".join(left) + ".")
 
     for teacher, groups in summary.items():
         first = groups[0].records[0]

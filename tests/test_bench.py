@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from benchmarks.harness import RECORD_SCHEMA, load_records, run_suite
-from benchmarks.report import Group, pareto_front, summarise, write_report
+from benchmarks.report import Group, aggregate, left_out_of_aggregate, pareto_front, summarise, write_report
 from benchmarks.stats import interval_estimate, iqm, stratified_bootstrap_ci
 from benchmarks.suite import Cell, SuiteError, builtin_suites, load_suite
 from interp_rl.cli import app
@@ -187,6 +187,20 @@ def test_bootstrap_rejects_bad_input() -> None:
 
 def test_pareto_front_keeps_only_undominated_points() -> None:
     assert pareto_front([(100, 80.0), (10, 90.0), (50, 95.0), (50, 70.0)]) == [(10, 90.0), (50, 95.0)]
+
+
+def test_aggregate_uses_the_seeds_every_task_ran_and_names_what_it_leaves_out() -> None:
+    def group(task: str, method: str, percents: dict[int, float]) -> Group:
+        return Group(f"{task}-v5", task, method, 8, [{"percent_of_teacher": p, "cell": {"seed": s}, "size": {}}
+                                                     for s, p in percents.items()])
+
+    summary = {"A": [group("A", "moe", {0: 90.0, 1: 10.0}), group("A", "tree", {0: 50.0}),
+                     group("A", "sac", {0: 70.0})],
+               "B": [group("B", "moe", {0: 80.0}), group("B", "tree", {1: 60.0})]}
+    rows = aggregate(summary, reps=50)
+    assert [(r["method"], r["seed_list"], r["mean"]) for r in rows] == [("moe", [0], 85.0)]
+    assert left_out_of_aggregate(summary) == ["sac 8: ran on 1 of 2 tasks (not on B)",
+                                              "tree 8: no seed that every task ran"]
 
 
 # ----------------------------------------------------------------------------- suites
