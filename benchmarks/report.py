@@ -388,49 +388,48 @@ def aggregate(summary: dict[str, list[Group]], *, reps: int = 2000, seed: int = 
     """IQM of % of teacher over all tasks (runs x tasks, stratified by task) per (method, size) that ran on
     every task, over the seeds every task ran (a seed some task lacks is left out, so every task weighs the
     same). See :func:`left_out_of_aggregate` for the (method, size) pairs that cannot be aggregated."""
-    if len(summary) < 2:
-        return []
     rows = []
-    for (method, size), per_task in _by_method_size(summary).items():
-        seeds = _common_seeds(per_task)
-        if len(per_task) != len(summary) or not seeds:
-            continue
-        matrix = np.array([[p for s, p in zip(g.seeds, g.percents, strict=True) if s in seeds]
-                           for g in per_task.values()]).T  # (seeds, tasks)
-        if not np.isfinite(matrix).all():
-            continue
+    for (method, size), (per_task, seeds, matrix) in _aggregable(summary)[0].items():
         params = float(np.mean([g.mean("size", "parameters") or 0 for g in per_task.values()]))
-        rows.append({"method": method, "size": json.loads(size), "tasks": len(per_task),
-                     "seeds": len(seeds), "seed_list": sorted(seeds), "parameters": params,
-                     **interval_estimate(matrix, reps=reps, seed=seed)})
+        rows.append({"method": method, "size": json.loads(size), "tasks": len(per_task), "seeds": seeds,
+                     "parameters": params, **interval_estimate(matrix, reps=reps, seed=seed)})
     rows.sort(key=lambda r: (r["method"], _size_key(r["size"])))
     return rows
 
 
 def left_out_of_aggregate(summary: dict[str, list[Group]]) -> list[str]:
-    """Why each (method, size) missing from :func:`aggregate` is missing: tasks it did not run on, or no seed
-    that every task ran."""
-    out = []
-    for (method, size), per_task in _by_method_size(summary).items():
-        if len(per_task) != len(summary):
-            missing = sorted(set(summary) - set(per_task))
-            out.append(f"{method} {json.loads(size)}: ran on {len(per_task)} of {len(summary)} tasks "
-                       f"(not on {', '.join(missing)})")
-        elif not _common_seeds(per_task):
-            out.append(f"{method} {json.loads(size)}: no seed that every task ran")
-    return sorted(out)
+    """Why each (method, size) missing from :func:`aggregate` is missing: tasks it did not run on, no seed
+    that every task ran, or a score that is not a number."""
+    return _aggregable(summary)[1]
 
 
-def _by_method_size(summary: dict[str, list[Group]]) -> dict[tuple[str, str], dict[str, Group]]:
+def _aggregable(summary: dict[str, list[Group]]) -> tuple[dict[tuple[str, str], Any], list[str]]:
+    """Per (method, size): its groups by task, the seeds every task ran and the (seeds, tasks) score
+    matrix; and, for those that cannot be aggregated, why."""
+    if len(summary) < 2:
+        return {}, []
     by_key: dict[tuple[str, str], dict[str, Group]] = defaultdict(dict)
     for teacher, groups in summary.items():
         for g in groups:
             by_key[(g.method, json.dumps(g.size))][teacher] = g
-    return by_key
-
-
-def _common_seeds(per_task: dict[str, Group]) -> set[int]:
-    return set.intersection(*(set(g.seeds) for g in per_task.values())) if per_task else set()
+    ok, left = {}, []
+    for (method, size), per_task in by_key.items():
+        name = f"{method} {json.loads(size)}"
+        if len(per_task) != len(summary):
+            missing = sorted(set(summary) - set(per_task))
+            left.append(f"{name}: ran on {len(per_task)} of {len(summary)} tasks (not on {', '.join(missing)})")
+            continue
+        seeds = sorted(set.intersection(*(set(g.seeds) for g in per_task.values())))
+        if not seeds:
+            left.append(f"{name}: no seed that every task ran")
+            continue
+        matrix = np.array([[p for s, p in zip(g.seeds, g.percents, strict=True) if s in seeds]
+                           for g in per_task.values()]).T  # (seeds, tasks)
+        if not np.isfinite(matrix).all():
+            left.append(f"{name}: a % of teacher that is not a number")
+            continue
+        ok[(method, size)] = (per_task, seeds, matrix)
+    return ok, sorted(left)
 
 
 # ----------------------------------------------------------------------------- plots
@@ -780,7 +779,7 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
         image("aggregate.png", aggregate_plot(agg), "% of teacher against size, all tasks")
         doc.table(["method", "size", "parameters (mean)", "seeds", "IQM [95% CI]", "mean"],
                   [[r["method"], str(r["size"]), f"{r['parameters']:.0f}",
-                    ", ".join(map(str, r["seed_list"])),
+                    ", ".join(map(str, r["seeds"])),
                     f"{r['iqm']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}]", f"{r['mean']:.1f}"]
                    for r in agg])
         if left := left_out_of_aggregate(summary):

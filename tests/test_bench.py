@@ -198,7 +198,7 @@ def test_aggregate_uses_the_seeds_every_task_ran_and_names_what_it_leaves_out() 
                      group("A", "sac", {0: 70.0})],
                "B": [group("B", "moe", {0: 80.0}), group("B", "tree", {1: 60.0})]}
     rows = aggregate(summary, reps=50)
-    assert [(r["method"], r["seed_list"], r["mean"]) for r in rows] == [("moe", [0], 85.0)]
+    assert [(r["method"], r["seeds"], r["mean"]) for r in rows] == [("moe", [0], 85.0)]
     assert left_out_of_aggregate(summary) == ["sac 8: ran on 1 of 2 tasks (not on B)",
                                               "tree 8: no seed that every task ran"]
 
