@@ -5,7 +5,8 @@ A distiller receives a teacher (:class:`interp_rl.teachers.Teacher`) and an envi
 
 - Students (scikit-learn estimators on raw observations): :class:`TreePolicy` (a regression tree
   with constant or sparse-linear leaves), :class:`LinearPolicy` (sparse equations),
-  :class:`MixturePolicy` (a top-1 mixture of sparse linear experts, SMOSE).
+  :class:`MixturePolicy` (a top-1 mixture of sparse linear experts, SMOSE), :class:`SINDyPolicy`
+  (sparse equations over a pysindy library of terms).
 - :class:`DAgger`: learns any student from a teacher (behaviour cloning with ``n_iter=0``),
   with VIPER-style critic weighting for teachers that have a Q-function.
 - :class:`LeafTuner`: tunes a tree's leaves on the real return (augmented random search).
@@ -22,6 +23,7 @@ from distill.methods import METHODS, Method, Option, get_method, register_method
 from distill.moe import MixturePolicy
 from distill.prune import collapse_similar, cost_complexity_path, prune, prune_to_leaves
 from distill.rl import CriticTuner
+from distill.sindy import SINDyPolicy
 from distill.tree import TreePolicy
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "Method",
     "MixturePolicy",
     "Option",
+    "SINDyPolicy",
     "TreePolicy",
     "collapse_similar",
     "cost_complexity_path",

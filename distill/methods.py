@@ -28,6 +28,7 @@ from distill.linear import LinearPolicy
 from distill.moe import MixturePolicy
 from distill.rl import CriticTuner
 from distill.scratch import ScratchTrainer
+from distill.sindy import SINDyPolicy
 from distill.tree import TreePolicy
 from interp_rl._validation import check_int
 from interp_rl.errors import InvalidParameterError, bad_value
@@ -333,4 +334,26 @@ register_method(Method(
                str),
     ),
     picture_note="shading: share of visited states per expert",
+))
+
+register_method(Method(
+    name="sindy",
+    description="sparse equations over a library of terms (SINDy policy, pysindy; DAgger)",
+    size="max_terms",
+    make=lambda: Distillation(dagger=DAgger(SINDyPolicy())),
+    options=(
+        Option("max_terms", ("dagger__student__max_terms",), "Non-zero terms of the whole controller, all actions "
+               "together (none: as the threshold leaves)."),
+        Option("library", ("dagger__student__library",), "Candidate terms: 'polyD', 'fourierK', 'custom:tanh,abs' "
+               "(sin, cos, tanh, exp, abs), joined by '+'.", str),
+        Option("optimizer", ("dagger__student__optimizer",), "Sparse regression: 'stlsq', 'sr3' or 'miosr'.", str),
+        Option("threshold", ("dagger__student__threshold",), "Smallest standardised coefficient kept (a share of "
+               "the action's standard deviation).", float),
+        Option("alpha", ("dagger__student__alpha",), "Ridge penalty of the least squares (standardised terms).",
+               float),
+        Option("ensemble", ("dagger__student__ensemble",), "Bagged fits whose median coefficients are kept "
+               "(pysindy's EnsembleOptimizer; 0: one fit)."),
+        *_dagger_options(("dagger__seed",)),
+    ),
+    picture_note="edge width: typical size of the term in visited states",
 ))

@@ -33,6 +33,7 @@ from interp_rl.export import (
     to_python,
     write_exports,
 )
+from interp_rl.kinds.equations import EquationsProgram
 from interp_rl.kinds.tree import TreeProgram
 from interp_rl.program import Controller, Signal, load_controller
 
@@ -128,6 +129,15 @@ def _controllers() -> dict[str, Controller]:
         actions=[Signal("u */ 0\r", "N m"), Signal("\\u1", "")],
         task="Task */ with\nnewline",
     )
+    # Sparse equations (SINDy): every factor function, powers, products, one exp per action.
+    terms = [[("pow", 0, 1)], [("pow", 1, 2), ("pow", 2, 1)], [("sin", 3, 2.0)], [("cos", 0, 1.0)],
+             [("tanh", 1, 1)], [("abs", 3, 1), ("sin", 1, 1.5)], [("pow", 4, 3)]]
+    coef = rng.normal(size=(2, len(terms))) * 10.0 ** rng.uniform(-3, 1, size=(2, len(terms)))
+    coef[0, 2] = 0.0
+    prog = EquationsProgram(terms=[*terms, [("exp", 2, 1)]], intercept=[0.1, -0.0],
+                            coef=np.hstack([coef, [[0.3], [0.0]]]), action_low=[-1.0, -np.inf],
+                            action_high=[1.0, np.inf], obs_dim_=5)
+    out["equations"] = Controller(prog, features=[Signal(f"f{i}", "rad") for i in range(5)], task="Random-equations")
     return out
 
 
@@ -137,6 +147,8 @@ CONTROLLERS = _controllers()
 def _thresholds(prog: TreeProgram) -> dict[int, list[float]]:
     """Per feature: every split threshold and its neighbours one ulp away."""
     found: dict[int, list[float]] = {}
+    if not isinstance(prog, TreeProgram):
+        return found
     for node in np.flatnonzero(prog.left >= 0):
         t = float(prog.threshold[node])
         found.setdefault(int(prog.feature[node]), []).extend(
@@ -232,7 +244,7 @@ def test_python_export_matches_predict_on_a_batch(exported: Exported, name: str)
     got = np.array([exported.python[name](row) for row in X.tolist()]).reshape(want.shape)
     assert got.tobytes() == want.tobytes()
     # the batch reaches every leaf of the smaller trees, so each leaf formula is exercised
-    if prog.depth <= 4:
+    if isinstance(prog, TreeProgram) and prog.depth <= 4:
         assert set(prog.apply(X).tolist()) == set(prog.leaves.tolist())
 
 

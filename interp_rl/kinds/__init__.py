@@ -4,13 +4,16 @@
 - :mod:`interp_rl.kinds.linear`: sparse linear policies (``linear``).
 - :mod:`interp_rl.kinds.mixture`: top-1 mixtures of linear experts with a linear or tree router
   (``mixture``).
+- :mod:`interp_rl.kinds.equations`: sparse equations over a library of terms (SINDy policies;
+  ``equations``).
 
 A new kind is a new module here (or anywhere) with a class decorated by
 :func:`interp_rl.program.register_program`; see :mod:`interp_rl.program`.
 """
 
+from interp_rl.kinds.equations import EquationsProgram
 from interp_rl.kinds.linear import LinearProgram
 from interp_rl.kinds.mixture import MixtureProgram
 from interp_rl.kinds.tree import TreeProgram, leaf_visit_counts
 
-__all__ = ["LinearProgram", "MixtureProgram", "TreeProgram", "leaf_visit_counts"]
+__all__ = ["EquationsProgram", "LinearProgram", "MixtureProgram", "TreeProgram", "leaf_visit_counts"]

@@ -1,0 +1,412 @@
+"""Sparse equations over a library of terms: the ``equations`` program kind (SINDy policies).
+
+Each action is a short sum of *terms*, ``a_k = intercept_k + sum_t coef_kt * term_t(x)``, where a
+term is a product of *factors* of single observation features: a power ``x_j^p``, ``sin(w*x_j)``,
+``cos(w*x_j)``, ``tanh(x_j)``, ``exp(x_j)`` or ``abs(x_j)``. It is what a sparse regression over a
+feature library (pysindy's polynomial, Fourier and custom libraries) produces, and what a control
+engineer reads as ``thigh_torque = 0.42*thigh_angle - 1.3*foot_vx*thigh_angle``.
+
+Arithmetic (bit-identical in every runtime):
+
+* a factor: ``x_j ^ p`` is ``x_j * x_j * ...`` (``p`` factors, left to right); ``sin(w*x_j)`` is
+  the C library's ``sin`` of ``w * x_j`` (of ``x_j`` itself when ``w == 1``), likewise ``cos``;
+  ``tanh``, ``exp`` are the C library's, ``abs`` is exact;
+* a term: its factors multiplied left to right, in the order stored;
+* an action: ``y = intercept`` then ``y = y + coef_t * term_t`` for its non-zero coefficients in
+  term order; then ``y = min(max(y, low), high)``.
+
+The C library's functions are called from NumPy too (never NumPy's own vectorised ``sin``), so
+``predict``, the exported Python (``math.sin``) and the exported C (``sin`` of ``<math.h>``) agree
+to the last bit on one machine.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from interp_rl import _codegen as cg
+from interp_rl.errors import ControllerFormatError
+from interp_rl.program import ProgramBase, register_program
+
+if TYPE_CHECKING:
+    from interp_rl.program import Controller
+
+__all__ = ["FUNCTIONS", "KIND_VERSION", "EquationsProgram", "Factor", "term_text"]
+
+#: Version of this kind's JSON (``"version"`` in the program's dict).
+KIND_VERSION = 1
+
+#: Factor functions besides ``pow``: name -> (exact Python callable, Python spelling, C spelling).
+#: ``sin``/``cos`` take a frequency ``w`` (argument ``w * x``); the others take none.
+FUNCTIONS: dict[str, tuple[Any, str, str]] = {
+    "sin": (math.sin, "math.sin", "sin"),
+    "cos": (math.cos, "math.cos", "cos"),
+    "tanh": (math.tanh, "math.tanh", "tanh"),
+    "exp": (lambda v: _exp(v), "_exp", "exp"),
+    "abs": (abs, "abs", "fabs"),
+}
+_PERIODIC = ("sin", "cos")
+_GREY = '"#999999"'
+
+
+def _exp(v: float) -> float:
+    """``exp`` as C's: ``inf`` where the result overflows (``math.exp`` raises there)."""
+    try:
+        return math.exp(v)
+    except OverflowError:
+        return math.inf
+
+_UFUNCS = {name: np.frompyfunc(f, 1, 1) for name, (f, _, _) in FUNCTIONS.items()}
+
+Factor = tuple[str, int, float]
+"""``(function, feature, argument)``: ``("pow", j, p)``, ``("sin", j, w)``, ``("tanh", j, 1.0)`` ..."""
+
+
+def _check_factor(raw: Any, obs_dim: int) -> Factor:
+    try:
+        func, j, arg = raw
+        func, j, arg = str(func), int(j), float(arg)
+    except (TypeError, ValueError) as exc:
+        raise ControllerFormatError(f"A factor of the equations must be [function, feature, argument]; got "
+                                    f"{raw!r} ({exc}).") from None
+    if func != "pow" and func not in FUNCTIONS:
+        raise ControllerFormatError(f"Unknown factor function {func!r}; expected one of "
+                                    f"{', '.join(['pow', *FUNCTIONS])}.")
+    if not 0 <= j < obs_dim:
+        raise ControllerFormatError(f"A factor reads feature {j}, outside [0, {obs_dim}).")
+    if func == "pow" and not (arg.is_integer() and 1 <= arg <= 16):
+        raise ControllerFormatError(f"A power must be a whole number in [1, 16]; got {arg}.")
+    if not math.isfinite(arg):
+        raise ControllerFormatError(f"A factor's argument is not finite: {arg}.")
+    if func not in ("pow", *_PERIODIC):
+        arg = 1.0
+    return (func, j, arg)
+
+
+def _factor_code(f: Factor, python: bool) -> list[str]:
+    """The factor as one or more operands of a left-to-right product."""
+    func, j, arg = f
+    x = f"obs[{j}]"
+    if func == "pow":
+        return [x] * int(arg)
+    spelled = FUNCTIONS[func][1 if python else 2]
+    inner = x if func not in _PERIODIC or arg == 1.0 else f"{cg.lit(arg)} * {x}"
+    return [f"{spelled}({inner})"]
+
+
+def _factor_text(f: Factor, names: Sequence[str], fmt: Any) -> str:
+    func, j, arg = f
+    if func == "pow":
+        return names[j] if arg == 1 else f"{names[j]}^{int(arg)}"
+    inner = names[j] if func not in _PERIODIC or arg == 1.0 else f"{fmt(arg)}*{names[j]}"
+    return f"{func}({inner})"
+
+
+def term_text(term: Sequence[Factor], names: Sequence[str], fmt: Any = None) -> str:
+    """A term in named features: ``thigh_angle^2*sin(2*foot_vx)``.
+
+    >>> term_text([("pow", 0, 2.0), ("sin", 1, 2.0)], ["thigh_angle", "foot_vx"])
+    'thigh_angle^2*sin(2*foot_vx)'
+    """
+    fmt = fmt or partial(cg.compact, precision=3)
+    return "*".join(_factor_text(f, names, fmt) for f in term)
+
+
+@register_program
+@dataclass
+class EquationsProgram(ProgramBase):
+    """One sparse equation per action over a library of terms, then clipping.
+
+    Parameters
+    ----------
+    terms : list of list of (function, feature, argument)
+        The library terms the equations use (see the module docstring); no empty term (the
+        constant is ``intercept``).
+    intercept : ndarray of shape (act_dim,)
+        Constant part of each action.
+    coef : ndarray of shape (act_dim, n_terms)
+        Coefficient of each term in each action; zeros are absent.
+    action_low, action_high : ndarray of shape (act_dim,)
+        Actions are clipped to these bounds (``-inf``/``inf`` for none).
+    term_scale : ndarray of shape (n_terms,), optional
+        Typical size of each term (its standard deviation in the training states); the text lists
+        a term's weight ``|coef| * scale`` first. Not part of the arithmetic.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = EquationsProgram(terms=[[("pow", 0, 1)], [("pow", 0, 2), ("pow", 1, 1)]],
+    ...                      intercept=[0.5], coef=[[2.0, -1.0]], action_low=[-10], action_high=[10])
+    >>> p.predict(np.array([[3.0, 0.5]]))
+    array([[2.]])
+    >>> p.size()
+    {'parameters': 3, 'nonzero_terms': 2, 'library_terms': 2}
+    """
+
+    terms: list[list[Factor]]
+    intercept: np.ndarray
+    coef: np.ndarray
+    action_low: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    action_high: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    term_scale: np.ndarray | None = None
+    obs_dim_: int | None = None
+
+    kind = "equations"
+
+    def __post_init__(self) -> None:
+        self.intercept = np.asarray(self.intercept, dtype=np.float64)
+        self.coef = np.asarray(self.coef, dtype=np.float64)
+        if self.intercept.ndim != 1:
+            raise ControllerFormatError(f"intercept must have shape (act_dim,); got {self.intercept.shape}.")
+        if self.coef.ndim != 2 or self.coef.shape != (len(self.intercept), len(self.terms)):
+            raise ControllerFormatError(f"coef must have shape (act_dim={len(self.intercept)}, n_terms="
+                                        f"{len(self.terms)}); got {self.coef.shape}.")
+        if not (np.all(np.isfinite(self.intercept)) and np.all(np.isfinite(self.coef))):
+            raise ControllerFormatError("A coefficient of the equations is not finite.")
+        used = [int(f[1]) for t in self.terms for f in t] if self.terms else []
+        obs_dim = self.obs_dim_ if self.obs_dim_ is not None else (max(used) + 1 if used else 0)
+        self.obs_dim_ = int(obs_dim)
+        terms = []
+        for t in self.terms:
+            if not len(t):
+                raise ControllerFormatError("A term of the equations has no factor; the constant is the intercept.")
+            terms.append([_check_factor(f, self.obs_dim_) for f in t])
+        self.terms = terms
+        if self.term_scale is not None:
+            self.term_scale = np.asarray(self.term_scale, dtype=np.float64)
+            if self.term_scale.shape != (len(terms),) or not np.all(np.isfinite(self.term_scale)):
+                raise ControllerFormatError(f"term_scale must hold {len(terms)} finite values.")
+        self._init_bounds(self.action_low, self.action_high, len(self.intercept))
+
+    @property
+    def obs_dim(self) -> int:
+        return int(self.obs_dim_ or 0)
+
+    @property
+    def act_dim(self) -> int:
+        return int(self.coef.shape[0])
+
+    @property
+    def n_terms(self) -> int:
+        return int(np.count_nonzero(self.coef))
+
+    def size(self) -> dict[str, int]:
+        """``parameters`` (intercepts plus non-zero coefficients), ``nonzero_terms``, ``library_terms`` used."""
+        return {"parameters": self.act_dim + self.n_terms, "nonzero_terms": self.n_terms,
+                "library_terms": int(np.count_nonzero(np.any(self.coef != 0.0, axis=0)))}
+
+    def pruned(self) -> EquationsProgram:
+        """The same equations without the terms no action uses."""
+        keep = np.flatnonzero(np.any(self.coef != 0.0, axis=0))
+        return EquationsProgram(
+            terms=[self.terms[t] for t in keep], intercept=self.intercept, coef=self.coef[:, keep],
+            action_low=self.action_low, action_high=self.action_high, obs_dim_=self.obs_dim,
+            term_scale=None if self.term_scale is None else self.term_scale[keep])
+
+    # ------------------------------------------------------------------ arithmetic
+    def term_values(self, X: np.ndarray) -> np.ndarray:
+        """``(n, n_terms)``: every term at every row of ``X`` (the arithmetic above)."""
+        X = np.asarray(X, dtype=np.float64)
+        out = np.empty((len(X), len(self.terms)))
+        for t, term in enumerate(self.terms):
+            v: np.ndarray | None = None
+            for func, j, arg in term:
+                x = X[:, j]
+                if func == "pow":
+                    for _ in range(int(arg)):
+                        v = x.copy() if v is None else v * x
+                    continue
+                inner = x if func not in _PERIODIC or arg == 1.0 else arg * x
+                with np.errstate(over="ignore", invalid="ignore"):
+                    fx = _UFUNCS[func](inner).astype(np.float64) if len(x) else np.zeros(0)
+                v = fx if v is None else v * fx
+            out[:, t] = v if v is not None else 1.0
+        return out
+
+    def raw_predict(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        used = np.flatnonzero(np.any(self.coef != 0.0, axis=0))
+        T = np.zeros((len(X), len(self.terms)))
+        if len(used):
+            T[:, used] = self.pruned().term_values(X) if len(used) < len(self.terms) else self.term_values(X)
+        y = np.repeat(self.intercept[None, :], len(X), axis=0)
+        for o in range(self.act_dim):
+            for t in np.flatnonzero(self.coef[o]):  # term order, one add each
+                y[:, o] = y[:, o] + self.coef[o, t] * T[:, t]
+        return y
+
+    # ------------------------------------------------------------------ JSON
+    def to_dict(self) -> dict[str, Any]:
+        coef = [[int(o), int(t), float(self.coef[o, t])] for o, t in np.argwhere(self.coef != 0.0)]
+        d: dict[str, Any] = {
+            "kind": self.kind, "version": KIND_VERSION, "obs_dim": self.obs_dim, "act_dim": self.act_dim,
+            "terms": [[[f, int(j), float(a)] for f, j, a in t] for t in self.terms],
+            "intercept": self.intercept.tolist(), "coef": coef, **self._bounds_dict()}
+        if self.term_scale is not None:
+            d["term_scale"] = self.term_scale.tolist()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EquationsProgram:
+        try:
+            version = int(d.get("version", KIND_VERSION))
+            if version > KIND_VERSION:
+                raise ControllerFormatError(f"The equations are in version {version} of their format; this "
+                                            f"interp-rl reads up to version {KIND_VERSION}: upgrade it.")
+            terms = d["terms"]
+            coef = np.zeros((int(d["act_dim"]), len(terms)))
+            for o, t, c in d["coef"]:
+                if not (0 <= int(o) < coef.shape[0] and 0 <= int(t) < coef.shape[1]):
+                    raise ControllerFormatError(f"The equations have a coefficient ({o}, {t}) outside their shape "
+                                                f"{coef.shape}.")
+                coef[int(o), int(t)] = float(c)
+            return cls(terms=terms, intercept=d["intercept"], coef=coef,
+                       action_low=[float(v) for v in d["action_low"]],
+                       action_high=[float(v) for v in d["action_high"]],
+                       term_scale=d.get("term_scale"), obs_dim_=int(d["obs_dim"]))
+        except ControllerFormatError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise ControllerFormatError(f"The equations are malformed: {type(exc).__name__}: {exc}.") from None
+
+    # ------------------------------------------------------------------ text
+    def weights(self) -> np.ndarray:
+        """``(act_dim, n_terms)``: ``|coef| * term_scale`` (``|coef|`` without scales), what the text sorts by."""
+        scale = self.term_scale if self.term_scale is not None else np.ones(len(self.terms))
+        return np.abs(self.coef) * scale[None, :]
+
+    def ordered_terms(self, out: int) -> list[int]:
+        """Action ``out``'s terms, heaviest first (ties: term order)."""
+        w = self.weights()[out]
+        return sorted(np.flatnonzero(self.coef[out]).tolist(), key=lambda t: (-w[t], t))
+
+    def equation(self, controller: Controller, out: int, fmt: Any) -> str:
+        names = controller.feature_names
+        parts = [fmt(float(self.intercept[out]))] if self.intercept[out] != 0.0 else []
+        for t in self.ordered_terms(out):
+            c = float(self.coef[out, t])
+            term = f"{fmt(abs(c))}*{term_text(self.terms[t], names, fmt)}"
+            parts.append((("- " if c < 0 else "+ ") if parts else ("-" if c < 0 else "")) + term)
+        return f"{controller.actions[out].label} = {' '.join(parts) or fmt(0.0)}"
+
+    def explain(self, controller: Controller, *, precision: int = 3, max_depth: int | None = None) -> str:
+        """One equation per action in named features, heaviest term first, then the units of what they read.
+
+        >>> from interp_rl.program import Controller, Signal
+        >>> p = EquationsProgram(terms=[[("pow", 0, 1)], [("pow", 1, 1)]], intercept=[0.0], coef=[[0.42, -1.3]])
+        >>> print(p.explain(Controller(p, [Signal("thigh_angle", "rad"), Signal("foot_vx", "m/s")],
+        ...                            [Signal("thigh_torque")])))
+        thigh_torque = -1.300*foot_vx + 0.420*thigh_angle
+        where thigh_angle [rad], foot_vx [m/s]
+        """
+        fmt = partial(cg.fixed, precision=precision)
+        lines = [self.equation(controller, o, fmt) for o in range(self.act_dim)]
+        used = sorted({f[1] for t in np.flatnonzero(np.any(self.coef != 0.0, axis=0)) for f in self.terms[t]})
+        units = [controller.features[j].label for j in used if controller.features[j].unit]
+        if units:
+            lines.append("where " + ", ".join(units))
+        note = self.clip_note(controller, fmt)
+        return "\n".join(lines + ([note] if note else []))
+
+    def explain_decision(self, controller: Controller, x: np.ndarray, *, precision: int = 3) -> str:
+        """Each equation, then every term's value and contribution for ``x``, heaviest contribution first."""
+        x = np.asarray(x, dtype=np.float64).ravel()
+        fmt = partial(cg.compact, precision=precision)
+        T = self.term_values(x[None, :])[0]
+        raw = self.raw_predict(x[None, :])[0]
+        clipped = self.clip(raw)
+        lines = []
+        for o in range(self.act_dim):
+            lines.append(self.equation(controller, o, fmt))
+            terms = sorted(np.flatnonzero(self.coef[o]).tolist(), key=lambda t: -abs(self.coef[o, t] * T[t]))
+            lines += [f"    {term_text(self.terms[t], controller.feature_names, fmt)} = {fmt(float(T[t]))}"
+                      f" contributes {fmt(float(self.coef[o, t] * T[t]))}" for t in terms]
+            a, b = cg.apart(float(raw[o]), float(clipped[o]), precision)
+            line = f"  = {a}"
+            if clipped[o] != raw[o]:
+                line += f" → clipped to {b}"
+            lines.append(line)
+        return "\n".join(lines)
+
+    def to_dot(self, controller: Controller, *, obs: np.ndarray | None = None, states: np.ndarray | None = None,
+               max_depth: int | None = None, title: str | None = None, precision: int = 3,
+               **options: Any) -> str:
+        """Features, then terms, then actions; an edge per non-zero coefficient (blue +, red -).
+
+        With ``states`` an edge's width follows the typical size of the term there, ``|c| * std(term)``;
+        with ``obs`` features and actions show their values.
+        """
+        from interp_rl.viz import dot_attrs, dot_header, dot_label
+
+        if options:
+            raise TypeError(f"to_dot of an equations program takes no option {sorted(options)[0]!r}.")
+        fmt = partial(cg.compact, precision=precision)
+        names = controller.feature_names
+        used_terms = np.flatnonzero(np.any(self.coef != 0.0, axis=0)).tolist()
+        if states is not None and len(states):
+            scale = self.term_values(np.asarray(states, dtype=np.float64)).std(axis=0)
+            weight = np.abs(self.coef) * scale[None, :]
+        else:
+            weight = self.weights()
+        peak = float(weight.max(initial=0.0)) or 1.0
+        values = self.predict(np.asarray(obs, dtype=np.float64)[None, :])[0] if obs is not None else None
+        out = dot_header(controller, title=title, fmt=fmt, rankdir="LR")
+        features = sorted({f[1] for t in used_terms for f in self.terms[t]})
+        for j in features:
+            text = [controller.features[j].label] + ([f"= {fmt(float(obs[j]))}"] if obs is not None else [])
+            out.append(f"  f{j} {dot_attrs({'label': dot_label(text)})};")
+        for t in used_terms:
+            single = len(self.terms[t]) == 1 and self.terms[t][0][0] == "pow" and self.terms[t][0][2] == 1
+            if single:
+                continue  # a plain feature: its edges go straight to the actions
+            label = dot_label([term_text(self.terms[t], names, fmt)])
+            out.append(f"  t{t} {dot_attrs({'label': label, 'shape': 'ellipse'})};")
+            for j in sorted({f[1] for f in self.terms[t]}):
+                out.append(f"  f{j} -> t{t} {dot_attrs({'color': _GREY, 'arrowhead': 'none'})};")
+        for o, a in enumerate(controller.actions):
+            text = [a.label, f"bias {fmt(float(self.intercept[o]))}"]
+            if values is not None:
+                text.append(f"= {fmt(float(values[o]))}")
+            attrs = {"label": dot_label(text), "style": '"rounded,filled"', "fillcolor": '"#f2f2f2"'}
+            out.append(f"  a{o} {dot_attrs(attrs)};")
+        for o in range(self.act_dim):
+            for t in np.flatnonzero(self.coef[o]):
+                c = float(self.coef[o, t])
+                single = len(self.terms[t]) == 1 and self.terms[t][0][0] == "pow" and self.terms[t][0][2] == 1
+                src = f"f{self.terms[t][0][1]}" if single else f"t{t}"
+                attrs = {"label": dot_label([fmt(c)]), "color": '"#d62728"' if c < 0 else '"#1f77b4"',
+                         "penwidth": f"{0.5 + 3.0 * float(weight[o, t]) / peak:.2f}"}
+                out.append(f"  {src} -> a{o} {dot_attrs(attrs)};")
+        out.append("}")
+        return "\n".join(out)
+
+    # ------------------------------------------------------------------ code
+    def _body(self, python: bool) -> list[str]:
+        end = "" if python else ";"
+        lines: list[str] = []
+        if python and any(f[0] == "exp" for t in self.terms for f in t):
+            lines += ["def _exp(v):", "    try:", "        return math.exp(v)", "    except OverflowError:",
+                      "        return math.inf"]
+        for o in range(self.act_dim):
+            parts = [cg.lit(self.intercept[o])]
+            for t in np.flatnonzero(self.coef[o]):
+                c = float(self.coef[o, t])
+                operands = [op for f in self.terms[t] for op in _factor_code(f, python)]
+                product = operands[0] if len(operands) == 1 else f"({' * '.join(operands)})"
+                parts.append(f"{'-' if math.copysign(1.0, c) < 0 else '+'} {cg.lit(abs(c))} * {product}")
+            lines += cg.assignment("", f"y{o}", parts, end, python=python)
+        return lines or (["pass"] if python else [])
+
+    def python_body(self, controller: Controller) -> list[str]:
+        """``y0 = c0 + c1 * (obs[0] * obs[0]) - c2 * math.sin(2.0 * obs[3]) ...`` per action."""
+        return self._body(python=True)
+
+    def c_body(self, controller: Controller) -> list[str]:
+        """``y0 = c0 + c1 * (obs[0] * obs[0]) - c2 * sin(2.0 * obs[3]) ...;`` per action."""
+        return self._body(python=False)

@@ -1,0 +1,246 @@
+"""SINDy policies: the ``equations`` program kind, the ``SINDyPolicy`` student and ``interp-rl distill sindy``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pysindy as ps
+import pytest
+from conftest import teacher_zip
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+from typer.testing import CliRunner
+
+from distill import METHODS, DAgger, SINDyPolicy
+from interp_rl.cli import app
+from interp_rl.errors import ControllerFormatError, InvalidParameterError
+from interp_rl.export import compile_c, load_c_controller, load_python_controller, write_exports
+from interp_rl.kinds.equations import EquationsProgram
+from interp_rl.program import Controller, Signal, load_controller
+
+runner = CliRunner()
+NAMES = ["thigh_angle", "foot_vx", "torso_height"]
+
+
+def _X(n: int = 600, d: int = 3, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(n, d))
+
+
+# ------------------------------------------------------------------------------ known answers
+def test_linear_teacher_reads_back_exactly_those_terms_in_named_features() -> None:
+    X = _X()
+    pol = SINDyPolicy().fit(X, 0.5 * X[:, 0] - 0.2 * X[:, 2])
+    prog = pol.program_
+    assert prog.terms == [[("pow", 0, 1.0)], [("pow", 2, 1.0)]]
+    np.testing.assert_allclose(prog.coef, [[0.5, -0.2]], atol=1e-12)
+    assert prog.intercept[0] == 0.0
+    assert pol.equations(NAMES, ["thigh_torque"]) == ["thigh_torque = 0.500*thigh_angle - 0.200*torso_height"]
+
+
+def test_quadratic_teacher_reads_back_the_quadratic_term() -> None:
+    X = _X()
+    y = np.column_stack([0.3 * X[:, 1] ** 2 - 0.4 * X[:, 0] * X[:, 2] + 0.1, 0.7 * X[:, 0]])
+    pol = SINDyPolicy(library="poly2").fit(X, y)
+    terms = {tuple(t) for t in pol.program_.terms}
+    assert terms == {(("pow", 1, 2.0),), (("pow", 0, 1.0), ("pow", 2, 1.0)), (("pow", 0, 1.0),)}
+    lines = pol.equations(NAMES, ["a", "b"])
+    assert lines[0] == "a = 0.100 + 0.300*foot_vx^2 - 0.400*thigh_angle*torso_height"  # std 1.41 vs 1
+    assert lines[1] == "b = 0.700*thigh_angle"
+    assert not any("x0" in line or "obs_" in line for line in lines)
+
+
+def test_fourier_and_custom_terms_are_recovered_with_every_optimiser() -> None:
+    X = _X(800)
+    y = np.sin(2 * X[:, 1]) - 0.5 * np.tanh(X[:, 0])
+    for optimizer in ("stlsq", "sr3"):
+        pol = SINDyPolicy(library="poly1+fourier2+custom:tanh", optimizer=optimizer).fit(X, y)
+        assert pol.equations(NAMES, ["u"]) == ["u = 1.000*sin(2.000*foot_vx) - 0.500*tanh(thigh_angle)"], optimizer
+    # a pysindy library object works too, and so does a pysindy optimiser object
+    lib = ps.PolynomialLibrary(degree=2) + ps.FourierLibrary(n_frequencies=1)
+    pol = SINDyPolicy(library=lib, optimizer=ps.STLSQ(threshold=0.05)).fit(X, y)
+    assert pol.program_.size()["nonzero_terms"] >= 2
+
+
+def test_equations_are_sorted_by_weight_and_carry_units() -> None:
+    X = _X() * [1.0, 10.0, 0.01]  # foot_vx varies a lot, torso_height barely
+    y = 0.05 * X[:, 1] + 3.0 * X[:, 2] + 0.2 * X[:, 0]
+    pol = SINDyPolicy(threshold=0.0).fit(X, y)
+    ctrl = pol.to_controller([Signal("thigh_angle", "rad"), Signal("foot_vx", "m/s"), Signal("torso_height", "m")],
+                             [Signal("thigh_torque", "N m")])
+    text = ctrl.program.explain(ctrl)
+    first = text.splitlines()[0]
+    # weights |c| * std: foot_vx 0.5, thigh_angle 0.2, torso_height 0.03
+    assert first.index("foot_vx") < first.index("thigh_angle") < first.index("torso_height")
+    assert "where thigh_angle [rad], foot_vx [m/s], torso_height [m]" in text
+
+
+# ------------------------------------------------------------------------------ sparsity
+def test_max_terms_caps_the_whole_controller_and_the_threshold_is_raised_to_get_there() -> None:
+    X = _X(3000, 6)
+    Y = np.tanh(X @ np.random.default_rng(1).normal(size=(6, 3)) + 0.3 * X[:, :3] ** 2)
+    full = SINDyPolicy().fit(X, Y)
+    assert full.program_.size()["nonzero_terms"] > 12
+    for cap in (12, 4):
+        pol = SINDyPolicy(max_terms=cap).fit(X, Y)
+        assert pol.program_.size()["nonzero_terms"] <= cap
+        assert pol.threshold_ > 0.05
+    worse = np.mean((SINDyPolicy(max_terms=4).fit(X, Y).predict(X) - Y) ** 2)
+    assert worse > np.mean((full.predict(X) - Y) ** 2)
+
+
+def test_ensemble_keeps_every_models_coefficients_and_is_reproducible() -> None:
+    X = _X(500)
+    y = 0.5 * X[:, 0] - 0.2 * X[:, 2] + 0.05 * np.random.default_rng(2).normal(size=500)
+    a = SINDyPolicy(ensemble=7, random_state=3).fit(X, y)
+    b = SINDyPolicy(ensemble=7, random_state=3).fit(X, y)
+    assert a.coef_list_.shape[0] == 7
+    assert a.program_.to_dict() == b.program_.to_dict()
+    np.testing.assert_allclose(a.program_.coef, [[0.5, -0.2]], atol=0.02)
+
+
+def test_sample_weight_moves_the_fit_and_constant_features_are_ignored() -> None:
+    X = np.column_stack([_X(400, 2), np.zeros(400)])  # a zeroed sensor (Ant's contact forces)
+    y = np.where(X[:, 0] > 0, X[:, 1], -X[:, 1])
+    w = (X[:, 0] > 0).astype(float) + 1e-3
+    pol = SINDyPolicy(library="poly1").fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(pol.program_.coef, [[1.0]], atol=0.05)
+    assert all(f[1] != 2 for t in pol.program_.terms for f in t)
+
+
+def test_student_is_a_scikit_learn_estimator() -> None:
+    X = _X(300)
+    y = 0.5 * X[:, 0]
+    est = clone(SINDyPolicy(threshold=0.1))
+    assert est.get_params()["threshold"] == 0.1
+    search = GridSearchCV(SINDyPolicy(), {"threshold": [0.01, 0.1]}, cv=3).fit(X, y)
+    assert search.best_score_ > 0.99
+    assert SINDyPolicy().fit(X, y).score(X, y) > 0.999
+
+
+# ------------------------------------------------------------------------------ bad input
+@pytest.mark.parametrize(("params", "message"), [
+    ({"library": "poly0"}, "The 'library' parameter of SINDyPolicy must be 'polyD' (degree 1 <= D <= 6)"),
+    ({"library": "cubic"}, "The 'library' parameter of SINDyPolicy must be 'polyD'"),
+    ({"library": "custom:sqrt"}, "(f, g in sin, cos, tanh, exp, abs)"),
+    ({"threshold": -0.1}, "The 'threshold' parameter of SINDyPolicy must be a float in [0.0, inf). Got -0.1"),
+    ({"max_terms": 0}, "The 'max_terms' parameter of SINDyPolicy must be an int in [1"),
+    ({"optimizer": "lasso"}, "The 'optimizer' parameter of SINDyPolicy must be one of 'stlsq', 'sr3', 'miosr'"),
+])
+def test_bad_settings_get_one_line_errors(params, message) -> None:
+    with pytest.raises(InvalidParameterError) as err:
+        SINDyPolicy(**params).fit(_X(50), _X(50)[:, 0])
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_bad_data_gets_one_line_errors() -> None:
+    X = _X(50)
+    bad = X.copy()
+    bad[7, 1] = np.nan
+    with pytest.raises(InvalidParameterError, match=r"^The 'X' parameter of SINDyPolicy.fit must be finite numbers "
+                       r"\(no NaN or inf\). Got 'a non-finite value in row 7' instead.$"):
+        SINDyPolicy().fit(bad, X[:, 0])
+    with pytest.raises(InvalidParameterError, match="The 'y' parameter .* one action row per observation row"):
+        SINDyPolicy().fit(X, X[:40, 0])
+    pol = SINDyPolicy().fit(X, X[:, 0])
+    with pytest.raises(ValueError, match="^X has 2 features, but SINDyPolicy is expecting 3 features as input.$"):
+        pol.predict(X[:, :2])
+    with pytest.raises(InvalidParameterError, match="TensoredLibrary is not a library whose terms"):
+        SINDyPolicy(library=ps.PolynomialLibrary(degree=1) * ps.FourierLibrary()).fit(X, X[:, 0])
+
+
+def test_miosr_without_its_solvers_says_what_to_install() -> None:
+    try:
+        from pysindy.optimizers import MIOSR  # noqa: F401
+    except ImportError:
+        with pytest.raises(InvalidParameterError, match=r"needs gurobipy and cvxpy: pip install 'pysindy\[miosr\]'"):
+            SINDyPolicy(optimizer="miosr").fit(_X(50), _X(50)[:, 0])
+    else:  # pragma: no cover - solvers installed
+        pol = SINDyPolicy(optimizer="miosr", max_terms=2).fit(_X(200), 0.5 * _X(200)[:, 0])
+        assert pol.program_.size()["nonzero_terms"] <= 2
+
+
+# ------------------------------------------------------------------------------ the program kind
+def _fitted_controller() -> Controller:
+    X = _X(800, 4)
+    y = np.column_stack([np.sin(X[:, 0]) + 0.3 * X[:, 1] * X[:, 2], np.tanh(X[:, 3]) - 0.2 * np.abs(X[:, 0])])
+    pol = SINDyPolicy(library="poly2+fourier1+custom:tanh,abs", action_low=-1.0, action_high=1.0).fit(X, y)
+    return pol.to_controller([*NAMES, "knee_rate"], ["hip", "knee"], task="Toy-v0")
+
+
+def test_json_round_trip_gives_identical_actions_and_python_and_c_are_bit_exact(tmp_path) -> None:
+    ctrl = _fitted_controller()
+    paths = write_exports(ctrl, tmp_path / "ctrl")
+    loaded = load_controller(paths["json"])
+    X = _X(500, 4, seed=9) * 3
+    want = ctrl.predict(X)
+    assert loaded.kind == "equations" and loaded.predict(X).tobytes() == want.tobytes()
+    act = load_python_controller(paths["python"])
+    assert np.array([act(row) for row in X.tolist()]).tobytes() == want.tobytes()
+    if compile_c is not None:
+        try:
+            c_act = load_c_controller(compile_c(paths["c"], tmp_path / "build"))
+        except Exception as exc:  # pragma: no cover - no compiler
+            pytest.skip(f"no C compiler: {exc}")
+        assert np.array([c_act(row) for row in X.tolist()]).tobytes() == want.tobytes()
+    assert "sin(" in paths["python"].read_text() and "thigh_angle" in paths["c"].read_text()
+
+
+def test_malformed_equations_are_refused_on_load() -> None:
+    good = _fitted_controller().program.to_dict()
+    for change, message in [
+        ({"terms": [[["cube", 0, 1]]] + good["terms"][1:]}, "Unknown factor function 'cube'"),
+        ({"terms": [[["pow", 9, 1]]] + good["terms"][1:]}, "reads feature 9, outside [0, 4)"),
+        ({"terms": [[["pow", 0, 0.5]]] + good["terms"][1:]}, "A power must be a whole number"),
+        ({"coef": [[0, 999, 1.0]]}, "outside their shape"),
+        ({"version": 99}, "version 99 of their format"),
+        ({"intercept": "x"}, "malformed"),
+    ]:
+        with pytest.raises(ControllerFormatError, match=message.replace("(", r"\(").replace(")", r"\)")
+                           .replace("[", r"\[")):
+            EquationsProgram.from_dict({**good, **change})
+
+
+def test_explain_decision_and_picture_name_every_term() -> None:
+    ctrl = _fitted_controller()
+    text = ctrl.program.explain_decision(ctrl, np.array([0.1, -0.2, 0.3, 0.4]))
+    assert "contributes" in text and "thigh_angle" in text
+    dot = ctrl.program.to_dot(ctrl, states=_X(50, 4))
+    assert "thigh_angle" in dot and "->" in dot and "x0" not in dot
+
+
+# ------------------------------------------------------------------------------ through DAgger and the CLI
+def test_method_is_registered_with_its_options() -> None:
+    method = METHODS["sindy"]
+    defaults = method.defaults()
+    assert method.size == "max_terms" and defaults["library"] == "poly2" and defaults["optimizer"] == "stlsq"
+    with pytest.raises(InvalidParameterError, match="The '--library' setting of interp-rl distill sindy must be 'polyD'"):
+        method.resolve({"library": "poly0"}, owner="interp-rl distill sindy", spell=lambda n: "--" + n)
+
+
+def test_dagger_fits_a_sindy_student_from_a_real_teacher(teachers, single_torch_thread) -> None:
+    teacher = teachers["sac_swimmer"]
+    dagger = DAgger(SINDyPolicy(max_terms=10), n_iter=1, steps=1000, eval_episodes=1, seed=0).fit(teacher)
+    prog = dagger.student_.program_
+    assert prog.kind == "equations" and prog.size()["nonzero_terms"] <= 10
+    assert np.all(np.abs(dagger.student_.predict(dagger.X_[:50])) <= 1.0)
+
+
+def test_cli_distill_sindy_writes_the_same_outputs_as_every_distiller(shared_teachers, tmp_path,
+                                                                       single_torch_thread) -> None:
+    out = tmp_path / "sindy"
+    res = runner.invoke(app, ["distill", "sindy", "--teacher", str(teacher_zip(shared_teachers, "sac", "Swimmer")),
+                              "--out", str(out), "--max-terms", "12", "--iterations", "1", "--steps", "1000",
+                              "--eval-episodes", "2", "--fidelity-steps", "200", "--seed", "1"])
+    assert res.exit_code == 0, res.stderr
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["config.json", "controller.c", "controller.json", "controller.py", "equations.dot",
+                     "equations.svg", "metrics.json", "rules.txt"]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["kind"] == "equations" and metrics["nonzero_terms"] <= 12
+    rules = (out / "rules.txt").read_text()
+    assert rules.startswith("motor1_rot_torque") and "obs_" not in rules and "*" in rules
+    bad = runner.invoke(app, ["distill", "sindy", "--teacher", str(teacher_zip(shared_teachers, "sac", "Swimmer")),
+                              "--out", str(tmp_path / "bad"), "--threshold", "-1"])
+    assert bad.exit_code != 0
+    assert "The '--threshold' option of interp-rl distill sindy must be a float in [0.0, inf). Got -1.0" in bad.stderr
