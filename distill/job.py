@@ -16,10 +16,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 from distill.dagger import DAgger, _jsonable
-from interp_rl._validation import check_float
+from interp_rl._validation import check_float, check_int
 from interp_rl.errors import InterpRLError, bad_value
 from interp_rl.io import atomic_write_text, json_safe
 from interp_rl.program import Controller, Signal
@@ -55,6 +56,17 @@ class Distillation(BaseEstimator):
     scratch : ScratchTrainer, default=None
         With ``n_steps`` > 0: no DAgger; the student (a mixture) is trained by RL from scratch on the
         teacher's task instead (:class:`~distill.scratch.ScratchTrainer`), and the later stages start from it.
+    sweep : str, default=""
+        A sparsity sweep after DAgger: comma-separated values of the student's ``sweep_param``
+        (``"5,10,20,40"``). The student is refitted on the selected round's data at each value, each
+        fit is scored by its return on ``sweep_episodes`` held-out episodes, and the sparsest (fewest
+        non-zero parameters) within ``sweep_tolerance`` of the best return is kept ("" : off).
+    sweep_param : str, default=""
+        The student parameter the sweep sets (the method's size, e.g. ``max_terms``).
+    sweep_tolerance : float, default=0.05
+        Keep the sparsest fit whose return is at least ``best - sweep_tolerance * |best|``.
+    sweep_episodes : int, default=10
+        Held-out episodes scoring each fit of the sweep.
 
     Attributes
     ----------
@@ -69,15 +81,42 @@ class Distillation(BaseEstimator):
     scratch_ : dict
         RL from scratch: algorithm, steps, seconds, checkpoint history, the kept checkpoint (empty when it
         did not run).
+    sweep_ : dict
+        The sparsity sweep: one row per value (size, return mean, worst and spread), the best return and the
+        kept value (empty when it did not run).
     """
 
     def __init__(self, dagger: DAgger | None = None, tuner: Any = None, rl: Any = None,
-                 collapse_atol: float = 0.0, scratch: Any = None) -> None:
+                 collapse_atol: float = 0.0, scratch: Any = None, sweep: str = "", sweep_param: str = "",
+                 sweep_tolerance: float = 0.05, sweep_episodes: int = 10) -> None:
         self.dagger = dagger
         self.tuner = tuner
         self.rl = rl
         self.collapse_atol = collapse_atol
         self.scratch = scratch
+        self.sweep = sweep
+        self.sweep_param = sweep_param
+        self.sweep_tolerance = sweep_tolerance
+        self.sweep_episodes = sweep_episodes
+
+    def _sweep_values(self) -> list[Any]:
+        """The sweep's values, parsed (ints where whole, ``none`` as ``None``); [] when off."""
+        if not self.sweep:
+            return []
+        expected = "comma-separated numbers such as '5,10,20,40' (or '' for no sweep)"
+        if not isinstance(self.sweep, str):
+            raise bad_value("sweep", "Distillation", expected, self.sweep)
+        values: list[Any] = []
+        for part in self.sweep.replace(" ", "").split(","):
+            try:
+                v = float(part) if part.lower() != "none" else None
+            except ValueError:
+                raise bad_value("sweep", "Distillation", expected, self.sweep) from None
+            if v is not None and (not np.isfinite(v) or v < 0):
+                raise bad_value("sweep", "Distillation", expected.replace("numbers", "non-negative numbers"),
+                                self.sweep)
+            values.append(int(v) if v is not None and v.is_integer() else v)
+        return values
 
     def _validate_params(self) -> None:
         """Check every setting of every part; a bad one raises the one-line template error."""
@@ -86,6 +125,13 @@ class Distillation(BaseEstimator):
             if part is not None:
                 part._validate_params()
         check_float(self.collapse_atol, "collapse_atol", "Distillation")
+        check_float(self.sweep_tolerance, "sweep_tolerance", "Distillation")
+        check_int(self.sweep_episodes, "sweep_episodes", "Distillation", low=1)
+        if self._sweep_values():
+            student = (self.dagger or DAgger())._base_student()
+            if self.sweep_param not in student.get_params(deep=False):
+                raise bad_value("sweep_param", "Distillation", f"a parameter of {type(student).__name__}",
+                                self.sweep_param)
 
     def fit(self, teacher: Teacher, env_fn: Callable[[int], Any] | None = None, *,
             checkpoint_dir: str | Path | None = None, resume: bool = False,
@@ -114,6 +160,9 @@ class Distillation(BaseEstimator):
             scale = dagger.X_.std(axis=0)
         else:
             dagger, student, scale = None, start, None
+        self.sweep_: dict[str, Any] = {}
+        if dagger is not None and self._sweep_values():
+            student = self._run_sweep(dagger, teacher, env_fn, progress)
         self.tuning_: dict[str, Any] = {}
         if self.tuner is not None and self.tuner.n_iter > 0:
             tuner = clone(self.tuner)
@@ -142,6 +191,39 @@ class Distillation(BaseEstimator):
         self.dagger_, self.student_ = dagger, student
         return self
 
+    def _run_sweep(self, dagger: DAgger, teacher: Teacher, env_fn: Callable[[int], Any],
+                   progress: Callable[[dict[str, Any]], None] | None) -> Any:
+        """Refit DAgger's student at each sweep value on the selected round's data; keep the sparsest good one."""
+        from distill.dagger import SELECTION_SEED_OFFSET
+        from interp_rl.rollouts import evaluate
+
+        n = dagger.n_samples_used_
+        X, y, w = dagger.X_[:n], dagger.y_[:n], dagger.sample_weight_[:n]
+        base = dagger.student_
+        start = base.get_params(deep=False)[self.sweep_param]
+        rows: list[dict[str, Any]] = []
+        students: list[Any] = []
+        t0 = time.perf_counter()
+        for value in [start, *[v for v in self._sweep_values() if v != start]]:
+            student = clone(base).set_params(**{self.sweep_param: value})
+            student = student.fit(X, y, sample_weight=w) if dagger.weighting_ == "critic" else student.fit(X, y)
+            res = evaluate(student, env_fn, self.sweep_episodes, seed=dagger.seed + SELECTION_SEED_OFFSET + 10_000,
+                           n_envs=dagger.n_envs)
+            size = student.to_controller().size()
+            row = {"sweep": self.sweep_param, "value": value, **size, "return_mean": res.mean_return,
+                   "return_min": float(np.min(res.returns)), "return_std": res.std_return}
+            rows.append(row)
+            students.append(student)
+            if progress is not None:
+                progress(row)
+        best = max(r["return_mean"] for r in rows)
+        good = [i for i, r in enumerate(rows) if r["return_mean"] >= best - self.sweep_tolerance * abs(best)]
+        kept = min(good, key=lambda i: (rows[i]["parameters"], -rows[i]["return_mean"]))
+        self.sweep_ = {"param": self.sweep_param, "tolerance": self.sweep_tolerance, "episodes": self.sweep_episodes,
+                       "rows": rows, "best_return": best, "kept": rows[kept]["value"], "kept_index": kept,
+                       "seconds": time.perf_counter() - t0}
+        return students[kept]
+
     def _from_scratch(self, teacher: Teacher, checkpoint_dir: str | Path | None, resume: bool,
                       progress: Callable[[dict[str, Any]], None] | None) -> Any:
         import tempfile
@@ -156,6 +238,35 @@ class Distillation(BaseEstimator):
                          "history": trainer.history_, "kept_step": meta.get("model_step"),
                          "kept_return": meta.get("model_eval_return")}
         return trainer.student_
+
+
+def _sweep_figure(sweep: dict[str, Any], path: Path, title: str) -> None:
+    """Return (mean, and worst episode) against non-zero parameters for each fit of the sweep; the kept one ringed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from interp_rl.io import atomic_write
+
+    rows = sorted(sweep["rows"], key=lambda r: r["parameters"])
+    size = [r["parameters"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(size, [r["return_mean"] for r in rows], "o-", label="mean return")
+    ax.plot(size, [r["return_min"] for r in rows], "v--", alpha=0.7, label="worst episode")
+    kept = sweep["rows"][sweep["kept_index"]]
+    ax.plot([kept["parameters"]], [kept["return_mean"]], "o", ms=14, mfc="none", mec="k",
+            label=f"kept: {sweep['param']}={kept['value']}")
+    ax.axhline(sweep["best_return"] - sweep["tolerance"] * abs(sweep["best_return"]), color="grey", lw=0.8, ls=":",
+               label=f"{sweep['tolerance']:.0%} below the best")
+    ax.set_xscale("log")
+    ax.set_xlabel("non-zero parameters")
+    ax.set_ylabel(f"return ({sweep['episodes']} held-out episodes)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+    plt.close(fig)
 
 
 def _picture(controller: Controller, out: Path, title: str, metrics: dict[str, Any]) -> None:
@@ -271,6 +382,9 @@ def run_job(
     }
     if estimator.scratch_:
         metrics["scratch"] = estimator.scratch_
+    if estimator.sweep_:
+        metrics["sweep"] = estimator.sweep_
+        _sweep_figure(estimator.sweep_, out / "sweep.png", f"{teacher.task} {method.name}: return against size")
     if dagger is not None:
         metrics.update({
             "weighting": dagger.weighting_, "best_round": dagger.best_round_, "samples": dagger.n_samples_used_,

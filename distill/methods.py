@@ -302,7 +302,13 @@ register_method(Method(
     options=(
         Option("max_terms", ("dagger__student__max_terms",), "Features per action (none: all)."),
         Option("alpha", ("dagger__student__alpha",), "Ridge penalty on standardised features.", float),
-        *_dagger_options(("dagger__seed", "rl__seed")), *_rl_options(),
+        *_dagger_options(("dagger__seed", "rl__seed")),
+        Option("sweep", ("sweep",), "Sparsity sweep after DAgger: comma-separated --max-terms values ('10,20,40'); "
+               "each refit is scored on held-out episodes and the sparsest within --sweep-tolerance of the best "
+               "return is kept ('': off).", str),
+        Option("sweep_tolerance", ("sweep_tolerance",), "Share of the best return the kept fit may lose.", float),
+        Option("sweep_episodes", ("sweep_episodes",), "Held-out episodes scoring each fit of the sweep."),
+        *_rl_options(),
     ),
     picture_note="edge width: typical size of the term in visited states",
 ))
@@ -340,7 +346,7 @@ register_method(Method(
     name="sindy",
     description="sparse equations over a library of terms (SINDy policy, pysindy; DAgger)",
     size="max_terms",
-    make=lambda: Distillation(dagger=DAgger(SINDyPolicy())),
+    make=lambda: Distillation(dagger=DAgger(SINDyPolicy()), rl=CriticTuner(), sweep_param="max_terms"),
     options=(
         Option("max_terms", ("dagger__student__max_terms",), "Non-zero terms of the whole controller, all actions "
                "together (none: as the threshold leaves)."),
@@ -353,7 +359,13 @@ register_method(Method(
                float),
         Option("ensemble", ("dagger__student__ensemble",), "Bagged fits whose median coefficients are kept "
                "(pysindy's EnsembleOptimizer; 0: one fit)."),
-        *_dagger_options(("dagger__seed",)),
+        *_dagger_options(("dagger__seed", "rl__seed")),
+        Option("sweep", ("sweep",), "Sparsity sweep after DAgger: comma-separated --max-terms values ('10,20,40'); "
+               "each refit is scored on held-out episodes and the sparsest within --sweep-tolerance of the best "
+               "return is kept ('': off).", str),
+        Option("sweep_tolerance", ("sweep_tolerance",), "Share of the best return the kept fit may lose.", float),
+        Option("sweep_episodes", ("sweep_episodes",), "Held-out episodes scoring each fit of the sweep."),
+        *_rl_options(),
     ),
     picture_note="edge width: typical size of the term in visited states",
 ))

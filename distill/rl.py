@@ -406,7 +406,7 @@ class CriticTuner(BaseEstimator):
             pieces = program.affine_pieces()
         except TypeError:
             raise bad_value("student", "CriticTuner.fit", "a student whose program is piecewise affine (tree, "
-                            "linear, mixture)", program.kind) from None
+                            "linear, mixture, equations)", program.kind) from None
         with torch_threads(1):
             self._fit(student, teacher, env_fn, program, pieces, progress, resume)
         return self
@@ -459,6 +459,8 @@ class CriticTuner(BaseEstimator):
         half = (t_high - t_low) / 2
         centre = (t_high + t_low) / 2
         obs_dim, act_dim = program.obs_dim, program.act_dim
+        n_in = int(pieces.coef.shape[2])  # what the pieces are affine in: observations, or a SINDy policy's terms
+        inputs = pieces.features
         normalize = getattr(teacher, "normalizer", None)
 
         # The actor: the pieces' parameters, zeros kept zero.
@@ -471,7 +473,7 @@ class CriticTuner(BaseEstimator):
         # in action units per standard deviation of each feature, as a network on normalised inputs takes them,
         # instead of per raw unit (a velocity of scale 10 would move the action 100 times faster than an angle of
         # scale 0.1). The scales are the replay's, measured when the actor starts learning.
-        feature_scale = torch.ones(obs_dim, dtype=torch.float64)
+        feature_scale = torch.ones(n_in, dtype=torch.float64)
 
         def weights() -> Any:
             return w / feature_scale
@@ -621,7 +623,7 @@ class CriticTuner(BaseEstimator):
             nonlocal in_units
             idx = buf.sample(rng, self.batch_size)
             o, o2 = buf.obs[idx], buf.next_obs[idx]
-            x, x2 = torch.as_tensor(o), torch.as_tensor(o2)
+            x, x2 = torch.as_tensor(inputs(o)), torch.as_tensor(inputs(o2))
             piece, piece2 = torch.as_tensor(pieces.assign(o)), torch.as_tensor(pieces.assign(o2))
             r = torch.as_tensor(buf.reward[idx], dtype=torch.float32)[:, None]
             d = torch.as_tensor(buf.done[idx], dtype=torch.float32)[:, None]
@@ -640,7 +642,7 @@ class CriticTuner(BaseEstimator):
             if steps > self.critic_warmup and updates % self.policy_delay == 0:
                 if not in_units:
                     in_units = True
-                    spread = torch.as_tensor(buf.obs[:buf.n].std(axis=0))
+                    spread = torch.as_tensor(inputs(buf.obs[:buf.n]).std(axis=0))
                     with torch.no_grad():
                         feature_scale.copy_(torch.where(spread > 1e-8, spread, torch.ones_like(spread)))
                         w.mul_(feature_scale)
@@ -666,7 +668,7 @@ class CriticTuner(BaseEstimator):
             while steps < self.n_steps:
                 before = obs.copy()
                 with torch.no_grad():
-                    act = actor(torch.as_tensor(before), torch.as_tensor(pieces.assign(before)))[0].numpy()
+                    act = actor(torch.as_tensor(inputs(before)), torch.as_tensor(pieces.assign(before)))[0].numpy()
                 act = np.clip(act + rng.normal(size=act.shape) * self.exploration_noise * half, t_low, t_high)
                 # The teacher's labels serve only TD3+BC's pull: without it, no teacher forward pass per step.
                 label = (np.asarray(teacher.predict(before), dtype=np.float64).reshape(act.shape) if self.bc_weight

@@ -484,6 +484,9 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
                 bar.update(job, completed=row["round"] + 1, description=(
                     f"DAgger round {row['round']}" + (f": return {ret:.0f}" if ret == ret and ret is not None
                                                       else "")))
+            elif "sweep" in row:
+                bar.update(job, description=f"Sparsity sweep: {row['sweep']}={row['value']}, "
+                                            f"{row['parameters']} parameters, return {row['return_mean']:.0f}")
             elif row.get("phase") == "scratch":
                 ret = row.get("return_mean")
                 bar.update(job, description=f"RL from scratch: {row['step']} of {row['total']} steps"
@@ -521,9 +524,24 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
         table.add_row(name, value)
     out.print(table)
     out.print(FIDELITY_NOTE, markup=False)
+    if metrics.get("sweep"):
+        sweep = metrics["sweep"]
+        best = sweep["best_return"]
+        table = Table(title=f"Sparsity sweep ({sweep['episodes']} held-out episodes each; kept: the sparsest within "
+                            f"{sweep['tolerance']:.0%} of the best return)")
+        for col in (sweep["param"], "non-zero parameters", "return", "worst episode", "kept"):
+            table.add_column(col, justify="right")
+        for i, r in enumerate(sweep["rows"]):
+            table.add_row(str(r["value"] if r["value"] is not None else "none"), str(r["parameters"]),
+                          f"{r['return_mean']:.1f}", f"{r['return_min']:.1f}",
+                          "yes" if i == sweep["kept_index"] else "")
+        out.print(table)
+        out.print(f"Best return {best:.1f}; plotted in sweep.png.", markup=False)
     written = ["controller.json", "controller.py", "controller.c", "rules.txt", f"{kind}.dot"]
     if metrics.get("picture", "").endswith(".svg"):
         written.append(metrics["picture"])
+    if metrics.get("sweep"):
+        written.append("sweep.png")
     out.print(f"Wrote {', '.join(written)}, metrics.json and config.json to {out_dir}.", markup=False)
     if "picture_error" in metrics:
         out.print(f"No picture rendered: {metrics['picture_error']}", markup=False)

@@ -164,7 +164,7 @@ def float_out(v: float) -> float | str:
 
 @dataclass
 class AffinePieces:
-    """A piecewise-affine program as its pieces: ``y = intercept[p] + coef[p] @ x`` with ``p = assign(x)``.
+    """A piecewise-affine program as its pieces: ``y = intercept[p] + coef[p] @ inputs(x)`` with ``p = assign(x)``.
 
     What RL fine-tuning trains: the pieces' parameters change, the assignment (the tree's
     splits, the mixture's router) stays as it is.
@@ -175,15 +175,23 @@ class AffinePieces:
     intercept: np.ndarray
     """``(n_pieces, act_dim)``."""
     coef: np.ndarray
-    """``(n_pieces, act_dim, obs_dim)``; zeros are absent terms."""
+    """``(n_pieces, act_dim, n_inputs)``; zeros are absent terms."""
     labels: list[str] = field(default_factory=list)
     """What people call each piece (``leaf 3``, ``expert 2``)."""
     acting: list[int] = field(default_factory=list)
     """The pieces ``assign`` can return, in the order people count them (a tree's leaves, not its
     inner nodes); empty means all."""
+    inputs: Callable[[np.ndarray], np.ndarray] | None = None
+    """What the pieces are affine in: ``inputs(X)`` ``(n, n_inputs)`` for raw observations ``X`` (a SINDy
+    policy's library terms); ``None``: the observations themselves (then ``n_inputs == obs_dim``)."""
     squash: str = "clip"
     """``"clip"``: the action is the affine output clipped to the bounds; ``"tanh"``: it is
     ``low + (high - low) * (tanh(y) + 1) / 2`` (finite bounds), then clipped."""
+
+    def features(self, X: np.ndarray) -> np.ndarray:
+        """``inputs(X)``, or ``X`` itself: what ``coef`` multiplies."""
+        X = np.asarray(X, dtype=np.float64)
+        return X if self.inputs is None else np.asarray(self.inputs(X), dtype=np.float64)
 
     def acting_pieces(self) -> list[int]:
         return list(self.acting) if self.acting else list(range(len(self.intercept)))

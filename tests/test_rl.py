@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import envs
-from distill import CriticTuner, DAgger, LinearPolicy, MixturePolicy
+from distill import CriticTuner, DAgger, LinearPolicy, MixturePolicy, SINDyPolicy
 from envs.teachers import load_teacher
 from interp_rl.errors import InterpRLError, InvalidParameterError
 from interp_rl.program import load_controller
@@ -41,10 +41,11 @@ def _student(teacher, cls=LinearPolicy, **params):
     return DAgger(cls(**params), n_iter=0, steps=400, eval_episodes=0).fit(teacher, teacher.env_fn).student_
 
 
-@pytest.mark.parametrize("kind", ["linear", "mixture"])
+@pytest.mark.parametrize("kind", ["linear", "mixture", "equations"])
 def test_fine_tuning_from_the_teachers_critic_runs_end_to_end(pendulum_sac: Path, kind: str) -> None:
     teacher = load_teacher(pendulum_sac, env="Pendulum-v1")
     student = (_student(teacher, max_terms=2) if kind == "linear"
+               else _student(teacher, SINDyPolicy, max_terms=4, threshold=0.0) if kind == "equations"
                else _student(teacher, MixturePolicy, n_experts=2, max_terms=2, n_steps=200))
     before = [p.detach().clone() for p in teacher.model.critic.parameters()]
     tuner = CriticTuner(**SMALL).fit(student, teacher, teacher.env_fn)
@@ -65,6 +66,8 @@ def test_fine_tuning_from_the_teachers_critic_runs_end_to_end(pendulum_sac: Path
     if kind == "mixture":
         X = np.random.default_rng(0).normal(size=(200, 3))
         np.testing.assert_array_equal(new.route(X), old.route(X))  # the router is frozen
+    if kind == "equations":  # the library terms are kept, their coefficients learnt
+        assert new.terms == old.terms and tuner.feature_scale_.shape == (len(old.terms),)  # learnt per term
 
 
 def test_the_critic_starts_as_the_teachers_and_fine_tuning_is_reproducible(pendulum_sac: Path) -> None:

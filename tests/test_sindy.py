@@ -244,3 +244,39 @@ def test_cli_distill_sindy_writes_the_same_outputs_as_every_distiller(shared_tea
                               "--out", str(tmp_path / "bad"), "--threshold", "-1"])
     assert bad.exit_code != 0
     assert "The '--threshold' option of interp-rl distill sindy must be a float in [0.0, inf). Got -1.0" in bad.stderr
+
+
+# ------------------------------------------------------------------------------ the sparsity sweep
+def test_sweep_refits_at_each_value_and_keeps_the_sparsest_within_tolerance(teachers, single_torch_thread) -> None:
+    from distill import Distillation
+
+    teacher = teachers["sac_swimmer"]
+    dagger = DAgger(SINDyPolicy(), n_iter=0, steps=1000, eval_episodes=0, seed=0)
+    rows = []
+    loose = Distillation(dagger=dagger, sweep="2, 8", sweep_param="max_terms", sweep_episodes=1,
+                         sweep_tolerance=100.0).fit(teacher, progress=rows.append)
+    sweep = loose.sweep_
+    assert [r["value"] for r in sweep["rows"]] == [None, 2, 8]  # the student's own setting first
+    assert [r["nonzero_terms"] <= v for r, v in zip(sweep["rows"][1:], (2, 8), strict=True)] == [True, True]
+    assert sweep["kept"] == 2 and loose.student_.program_.size()["nonzero_terms"] <= 2  # any return is good enough
+    assert [r["value"] for r in rows if "sweep" in r] == [None, 2, 8]
+    strict = Distillation(dagger=dagger, sweep="2,8", sweep_param="max_terms", sweep_episodes=1,
+                          sweep_tolerance=0.0).fit(teacher)
+    best = max(range(3), key=lambda i: strict.sweep_["rows"][i]["return_mean"])
+    assert strict.sweep_["kept_index"] == best and strict.sweep_["best_return"] == strict.sweep_["rows"][best][
+        "return_mean"]
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"sweep": "5,abc"}, "The 'sweep' parameter of Distillation must be comma-separated numbers"),
+    ({"sweep": "-5"}, "must be comma-separated non-negative numbers"),
+    ({"sweep": "5", "sweep_param": "depth"}, "The 'sweep_param' parameter of Distillation must be a parameter of "
+                                             "SINDyPolicy. Got 'depth' instead."),
+    ({"sweep_episodes": 0}, "The 'sweep_episodes' parameter of Distillation must be an int in [1"),
+])
+def test_bad_sweep_settings_get_one_line_errors(params, message) -> None:
+    from distill import Distillation
+
+    with pytest.raises(InvalidParameterError) as err:
+        Distillation(dagger=DAgger(SINDyPolicy()), **{"sweep_param": "max_terms", **params})._validate_params()
+    assert message in str(err.value) and "\n" not in str(err.value)

@@ -32,7 +32,7 @@ import numpy as np
 
 from interp_rl import _codegen as cg
 from interp_rl.errors import ControllerFormatError
-from interp_rl.program import ProgramBase, register_program
+from interp_rl.program import AffinePieces, ProgramBase, register_program
 
 if TYPE_CHECKING:
     from interp_rl.program import Controller
@@ -200,6 +200,16 @@ class EquationsProgram(ProgramBase):
         """``parameters`` (intercepts plus non-zero coefficients), ``nonzero_terms``, ``library_terms`` used."""
         return {"parameters": self.act_dim + self.n_terms, "nonzero_terms": self.n_terms,
                 "library_terms": int(np.count_nonzero(np.any(self.coef != 0.0, axis=0)))}
+
+    def affine_pieces(self) -> AffinePieces:
+        """One piece, affine in the library terms (``inputs`` is :meth:`term_values`): fine-tuning on the return
+        trains the coefficients and keeps the terms."""
+        return AffinePieces(lambda X: np.zeros(len(X), dtype=np.int64), self.intercept[None].copy(),
+                            self.coef[None].copy(), ["equations"], inputs=self.term_values)
+
+    def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> EquationsProgram:
+        return EquationsProgram(terms=self.terms, intercept=intercept[0], coef=coef[0], action_low=self.action_low,
+                                action_high=self.action_high, term_scale=self.term_scale, obs_dim_=self.obs_dim)
 
     def pruned(self) -> EquationsProgram:
         """The same equations without the terms no action uses."""
