@@ -140,6 +140,10 @@ def target_checks(g: Group, targets: dict[str, float]) -> dict[str, tuple[bool, 
     if "parameters" in targets and params is not None:
         t = targets["parameters"]
         out["parameters"] = (params <= t, f"{params:.0f} parameters" + ("" if params <= t else f" (limit {t:g})"))
+    terms = g.mean("size", "nonzero_terms")
+    if "nonzero_terms" in targets and terms is not None:
+        t = targets["nonzero_terms"]
+        out["nonzero_terms"] = (terms <= t, f"{terms:.0f} non-zero terms" + ("" if terms <= t else f" (limit {t:g})"))
     minutes = g.mean("distill_seconds")
     if "minutes" in targets and minutes is not None:
         t, minutes = targets["minutes"], minutes / 60.0

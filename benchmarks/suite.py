@@ -45,6 +45,7 @@ TARGET_KEYS = {
     "worst_percent": "worst episode ≥ {:g}% of the teacher's mean",
     "below_half": "≤ {:g}% of episodes below half the teacher's mean",
     "parameters": "≤ {:g} non-zero parameters",
+    "nonzero_terms": "≤ {:g} non-zero terms (coefficients, all actions together, intercepts not counted)",
     "idle_experts": ("≤ {:g} idle experts (acting on < 2% of the states of the failure-rate episodes) in a mixture, "
                      "unless it does as well without them (its mean return on the evaluation episodes falls by ≤ 1 "
                      "point, or still meets the mean-return target)"),
@@ -111,6 +112,9 @@ class Suite:
     """Extra controller episodes measuring how often it fails (below half the teacher's mean); 0: off."""
     targets: dict[str, float] = field(default_factory=dict)
     """What a controller must reach (keys of :data:`TARGET_KEYS`); the report checks every group against them."""
+    compare: tuple[str, ...] = ()
+    """Results folders beside this suite's (their suite names) whose records of the same teachers the report
+    shows next to this suite's, without running them again."""
 
     def teacher(self, name: str) -> TeacherSpec:
         return next(t for t in self.teachers if t.name == name)
@@ -226,7 +230,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
     data = _read(path)
     where = f"Suite {str(path)!r}"
     known = {"name", "description", "seeds", "episodes", "fidelity_steps", "latency_batch", "rate_episodes",
-             "teachers", "methods", "targets"}
+             "teachers", "methods", "targets", "compare"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise SuiteError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}.")
@@ -295,7 +299,12 @@ def load_suite(name_or_path: str | Path) -> Suite:
             isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in targets.values()):
         raise SuiteError(f"{where}: [targets] must map some of {', '.join(TARGET_KEYS)} to numbers >= 0. "
                          f"Got {targets!r} instead.")
+    compare = data.get("compare", [])
+    if not isinstance(compare, list) or not all(isinstance(c, str) and _NAME.match(c) for c in compare):
+        raise SuiteError(f"{where}: 'compare' must be a list of results folder names beside this suite's "
+                         f"(such as [\"smose\"]). Got {compare!r} instead.")
     return Suite(name=name, description=str(data.get("description", "")), seeds=seeds, episodes=episodes,
+                 compare=tuple(compare),
                  targets={k: float(v) for k, v in targets.items()},
                  fidelity_steps=_int(data, "fidelity_steps", 2000, 1, where),
                  latency_batch=_int(data, "latency_batch", 256, 1, where),
