@@ -438,14 +438,15 @@ class SurrogateEnv(gym.Env):
         self.horizon, self.max_disagreement, self.margin = int(horizon), float(max_disagreement), float(margin)
         self._low = model.state_low_ - margin * model.state_scale_
         self._high = model.state_high_ + margin * model.state_scale_
-        self._rng = np.random.default_rng(seed)
+        from gymnasium.utils import seeding
+
+        self._np_random, _ = seeding.np_random(seed)
         self._x = self.starts[0]
         self._t = 0
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        self._x = self.starts[self._rng.integers(len(self.starts))].copy()
+        super().reset(seed=seed)
+        self._x = self.starts[self.np_random.integers(len(self.starts))].copy()
         self._t = 0
         return self._x.astype(self.observation_space.dtype), {}
 
@@ -454,7 +455,7 @@ class SurrogateEnv(gym.Env):
                     self.action_space.high)
         x = self._x[None, :]
         members = self.model.predict_members(x, u)[:, 0, :]
-        nxt = members[self._rng.integers(len(members))]
+        nxt = members[self.np_random.integers(len(members))]
         spread = float((members.std(axis=0) / self.model.state_scale_).max()) if len(members) > 1 else 0.0
         reward = float(self.model.predict_reward(x, u, nxt[None, :])[0])
         self._t += 1

@@ -1,0 +1,179 @@
+"""SINDy dynamics surrogates: the fit (known answer on the pendulum), files, the surrogate env, the Dyna loop, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from typer.testing import CliRunner
+
+from distill.dynamics import (
+    SINDyDynamics,
+    SurrogateEnv,
+    Transitions,
+    collect_transitions,
+    evaluate_dynamics,
+    steps_to_reach,
+    train_dyna,
+    train_model_free,
+)
+from envs.dynamics import SB3Agents, dynamics_task
+from interp_rl.cli import app
+from interp_rl.errors import InterpRLError, InvalidParameterError
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def pendulum():
+    task = dynamics_task("Pendulum-v1")
+    return task, collect_transitions(task.env_fn, 2000, seed=0)
+
+
+def test_pendulum_velocity_equation_is_read_back_from_random_rollouts(pendulum) -> None:
+    task, data = pendulum
+    # gymnasium's pendulum: theta_dot' = theta_dot + (3 g / (2 l) sin(theta) + 3 / (m l^2) u) dt, g=10, dt=0.05
+    model = SINDyDynamics(n_models=1, library="poly2").fit(data, task)
+    line = next(ln for ln in model.equations() if ln.startswith("Δtheta_dot"))
+    assert "0.750*sin_theta" in line and "0.150*torque" in line
+    assert "x0" not in line and "obs_" not in line
+    assert model.reward_kind_ == "formula" and "known formula of Pendulum-v1" in model.equations()[-1]
+
+
+def test_one_step_predictions_are_accurate_and_the_ensemble_spread_grows_off_the_data(pendulum) -> None:
+    task, data = pendulum
+    model = SINDyDynamics(n_models=5, random_state=1).fit(data, task)
+    test = collect_transitions(task.env_fn, 400, seed=77)
+    ev = evaluate_dynamics(model, test, (1, 5))
+    assert ev["states"] == ["cos_theta", "sin_theta", "theta_dot"]
+    assert max(ev["nrmse"]["1"]) < 0.05 and max(ev["nrmse"]["5"]) < 0.3
+    assert ev["reward_rmse"] < 1e-6  # the known formula
+    near = model.uncertainty(test.obs[:50], test.act[:50]).mean()
+    far = model.uncertainty(test.obs[:50] * 5, test.act[:50] * 5).mean()
+    assert far > 3 * near
+    members = model.predict_members(test.obs[:10], test.act[:10])
+    assert members.shape == (5, 10, 3)
+    np.testing.assert_allclose(model.predict(test.obs[:10], test.act[:10]), members.mean(axis=0))
+
+
+def test_a_sindy_reward_model_is_fitted_where_no_formula_is_known(pendulum) -> None:
+    task, data = pendulum
+    model = SINDyDynamics(n_models=2, reward="model").fit(data, task)
+    assert model.reward_kind_ == "model" and model.size()["reward_terms"] > 0
+    assert model.equations()[-1].startswith("reward = ")
+    r = model.predict_reward(data.obs[:200], data.act[:200], data.next_obs[:200])
+    assert np.corrcoef(r, data.reward[:200])[0, 1] > 0.95
+
+
+def test_model_json_round_trip_and_bad_files(pendulum, tmp_path) -> None:
+    task, data = pendulum
+    model = SINDyDynamics(n_models=3, random_state=2).fit(data, task)
+    path = model.save(tmp_path / "model.json")
+    text = path.read_text()
+    assert "pickle" not in text and json.loads(text)["format"] == "interp-rl-dynamics"
+    back = SINDyDynamics.load(tmp_path, reward_fn=task.reward_fn)
+    X, U = data.obs[:20], data.act[:20]
+    assert back.predict(X, U).tobytes() == model.predict(X, U).tobytes()
+    assert back.predict_reward(X, U, X).tobytes() == model.predict_reward(X, U, X).tobytes()
+    with pytest.raises(InterpRLError, match="load it with reward_fn="):
+        SINDyDynamics.load(path).predict_reward(X, U, X)
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(InterpRLError, match="Cannot read the dynamics model"):
+        SINDyDynamics.load(tmp_path / "bad.json")
+    (tmp_path / "other.json").write_text('{"format": "something"}')
+    with pytest.raises(InterpRLError, match="is not an interp-rl dynamics model"):
+        SINDyDynamics.load(tmp_path / "other.json")
+    data.save(tmp_path / "data.npz")
+    again = Transitions.load(tmp_path / "data.npz")
+    assert np.array_equal(again.obs, data.obs) and np.array_equal(again.episode, data.episode)
+
+
+def test_bad_input_gets_one_line_errors(pendulum) -> None:
+    task, data = pendulum
+    model = SINDyDynamics(n_models=1).fit(data, task)
+    with pytest.raises(InvalidParameterError, match=r"must be \(n, 3\) states and \(n, 1\) actions"):
+        model.predict(data.obs[:5, :2], data.act[:5])
+    bad = data.obs[:5].copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(InvalidParameterError, match="must be finite numbers"):
+        model.predict(bad, data.act[:5])
+    swimmer = dynamics_task("Swimmer-v5")
+    with pytest.raises(InvalidParameterError, match="must be 8 states and 2 actions"):
+        SINDyDynamics().fit(data, swimmer)
+    with pytest.raises(InvalidParameterError, match="The 'threshold' parameter of SINDyPolicy"):
+        SINDyDynamics(threshold=-1).fit(data, task)
+    with pytest.raises(InvalidParameterError, match="'model' or 'auto' for Swimmer-v5"):
+        SINDyDynamics(reward="formula").fit(collect_transitions(swimmer.env_fn, 20, seed=0), swimmer)
+    with pytest.raises(InvalidParameterError, match="The 'n_models' parameter of SINDyDynamics"):
+        SINDyDynamics(n_models=0).fit(data, task)
+
+
+def test_surrogate_is_a_gymnasium_env_that_ends_by_the_tasks_termination() -> None:
+    task = dynamics_task("InvertedPendulum-v5")
+    data = collect_transitions(task.env_fn, 600, seed=0)
+    model = SINDyDynamics(n_models=3).fit(data, task)
+    env = SurrogateEnv(model, task, data.obs, horizon=50, seed=0)
+    check_env(env, skip_render_check=True)
+    obs, _ = env.reset(seed=3)
+    ends = []
+    for _ in range(200):  # random pushes tip the pole past 0.2 rad: terminated, as on the real task
+        obs, reward, terminated, truncated, info = env.step(np.array([3.0]))
+        assert reward in (0.0, 1.0) and "disagreement" in info
+        if terminated or truncated:
+            ends.append(terminated)
+            obs, _ = env.reset()
+    assert any(ends)
+
+
+def test_dyna_loop_and_model_free_baseline_write_curves_and_resume(tmp_path) -> None:
+    task = dynamics_task("Pendulum-v1")
+    agents = SB3Agents("sac", task.task)
+    small = {"real_steps": 500, "initial_steps": 300, "iterations": 2, "model_steps": 150, "horizon": 50,
+             "eval_episodes": 1, "seed": 0}
+    rows: list[dict] = []
+    first = train_dyna(task, agents, tmp_path / "dyna", **{**small, "iterations": 2}, progress=rows.append)
+    curve = first["curve"]
+    assert [r["real_steps"] for r in curve] == [400, 500] and [r["iteration"] for r in rows] == [0, 1]
+    for name in ("curve.json", "model.json", "data.npz", "agent.zip", "state.json"):
+        assert (tmp_path / "dyna" / name).is_file()
+    assert len(Transitions.load(tmp_path / "dyna" / "data.npz")) == 500
+    with pytest.raises(InterpRLError, match="already holds a run; pass --resume"):
+        train_dyna(task, agents, tmp_path / "dyna", **small)
+    with pytest.raises(InterpRLError, match=r"different settings \(model_steps\)"):
+        train_dyna(task, agents, tmp_path / "dyna", **{**small, "model_steps": 99}, resume=True)
+    again = train_dyna(task, agents, tmp_path / "dyna", **small, resume=True)  # nothing left to do
+    assert again["curve"] == curve
+    free = train_model_free(task, agents, tmp_path / "free", real_steps=400, eval_every=200, eval_episodes=1)
+    assert [r["real_steps"] for r in free["curve"]] == [200, 400]
+    assert steps_to_reach(free["curve"], -1e9) == 200 and steps_to_reach(free["curve"], 1e9) is None
+    with pytest.raises(InvalidParameterError, match="The 'initial_steps' parameter of train_dyna must be fewer"):
+        train_dyna(task, agents, tmp_path / "x", **{**small, "initial_steps": 500})
+
+
+def test_cli_dynamics_fit_evaluate_and_train(tmp_path) -> None:
+    res = runner.invoke(app, ["dynamics", "fit", "--env", "Pendulum-v1", "--out", str(tmp_path / "m"),
+                              "--steps", "600", "--models", "2", "--horizons", "1,5"])
+    assert res.exit_code == 0, res.stderr
+    assert "theta_dot" in res.stdout and "1-step" in res.stdout
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["data.npz", "equations.txt", "metrics.json",
+                                                                  "model.json"]
+    assert "0.750*sin_theta" in (tmp_path / "m" / "equations.txt").read_text()
+    res = runner.invoke(app, ["dynamics", "evaluate", str(tmp_path / "m"), "--steps", "300", "--horizons", "1,5"])
+    assert res.exit_code == 0, res.stderr
+    assert (tmp_path / "m" / "evaluation.png").is_file() and (tmp_path / "m" / "evaluation.json").is_file()
+    bad = runner.invoke(app, ["dynamics", "fit", "--env", "Pendulum-v1", "--out", str(tmp_path / "b"),
+                              "--steps", "100", "--library", "poly0"])
+    assert bad.exit_code == 1
+    assert bad.stderr.startswith("Error: The '--library' option of interp-rl dynamics fit must be 'polyD'")
+    assert len(bad.stderr.strip().splitlines()) == 1
+    bad = runner.invoke(app, ["dynamics", "fit", "--env", "Pendulum-v1", "--out", str(tmp_path / "b"),
+                              "--horizons", "0,x"])
+    assert "The '--horizons' option of interp-rl dynamics must be comma-separated step counts" in bad.stderr
+    res = runner.invoke(app, ["dynamics", "train", "--env", "Pendulum-v1", "--out", str(tmp_path / "t"),
+                              "--real-steps", "400", "--initial-steps", "300", "--iterations", "1",
+                              "--model-steps", "100", "--horizon", "50", "--baseline-steps", "200",
+                              "--eval-every", "200", "--eval-episodes", "1"])
+    assert res.exit_code == 0, res.stderr
+    assert (tmp_path / "t" / "curves.png").is_file() and "Model-free: return" in res.stdout
