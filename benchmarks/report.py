@@ -27,8 +27,8 @@ from interp_rl.compare import half_of_teacher, percent_of_teacher
 from interp_rl.errors import InterpRLError
 from interp_rl.io import atomic_write_bytes, atomic_write_text
 
-__all__ = ["Group", "aggregate", "at_a_glance", "chosen", "closest", "explanations", "load_tried", "pareto_front",
-           "summarise", "target_checks", "where_short", "write_report"]
+__all__ = ["Group", "against_equal_trees", "aggregate", "at_a_glance", "chosen", "closest", "explanations",
+           "load_tried", "pareto_front", "sparsest_within", "summarise", "target_checks", "where_short", "write_report"]
 
 TARGET = 90.0
 FIGURES = "figures"
@@ -518,6 +518,10 @@ def aggregate_plot(rows: list[dict[str, Any]]) -> bytes:
         ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=method)
         for r, xi, yi in zip(mine, x, y, strict=True):
             ax.annotate(str(r["size"]), (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    front = pareto_front([(float(r["parameters"]), float(r["iqm"])) for r in rows])
+    if len(front) > 1:
+        fx, fy = zip(*front, strict=True)
+        ax.step(fx, fy, where="post", ls="--", color="grey", lw=1, label="Pareto front")
     return _finish(fig, ax, "parameters (mean over tasks, log scale)",
                    "% of teacher return (IQM over runs × tasks)", f"All {rows[0]['tasks']} tasks")
 
@@ -650,6 +654,103 @@ code {{ background: #f2f2f2; padding: 0 0.2em; }}
 
 
 # ----------------------------------------------------------------------------- the report
+def _compared_records(res: Path, suite: dict[str, Any], own: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The records of the suite's ``compare`` folders (beside ``res``) for its teachers, of methods it does not run;
+    their controller paths made relative to ``res``."""
+    teachers = {t["name"]: t for t in suite.get("teachers") or []}
+    mine = {r["method"] for r in own}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for other in suite.get("compare") or []:
+        folder = res.parent / other
+        if not (folder / "records").is_dir():
+            continue
+        kept = [{**r, "controller": f"../{other}/{r['controller']}", "compared_from": other}
+                for r in load_records(folder)
+                if r["cell"]["teacher"] in teachers and r["method"] not in mine
+                and r.get("episodes") == own[0].get("episodes")]
+        if kept:
+            out[other] = kept
+    return out
+
+
+def sparsest_within(summary: dict[str, list[Group]], tolerance: float = 0.05) -> list[str]:
+    """Per teacher and method run at several sizes: the best size (mean % of teacher over seeds) and the sparsest
+    size (fewest non-zero terms, else parameters) whose mean is within ``tolerance`` of the best's (relative).
+
+    >>> def g(size, pct, terms):
+    ...     rec = {"percent_of_teacher": pct, "cell": {"seed": 0}, "student": {"returns": [pct]},
+    ...            "size": {"nonzero_terms": terms, "parameters": terms}, "teacher": {"return_mean": 100.0}}
+    ...     return Group("T-v5", "T", "sindy", size, [rec])
+    >>> for line in sparsest_within({"T": [g(10, 80.0, 10), g(20, 93.0, 20), g(60, 95.0, 58)]}):
+    ...     for part in line.split("; "):
+    ...         print(part)
+    **T** sindy: best 60 (58 terms) 95.0% (worst 95.0%)
+    sparsest within 5% of it: 20 (20 terms) 93.0% (worst 93.0%)
+    """
+    out = []
+    for teacher, groups in summary.items():
+        for method in dict.fromkeys(g.method for g in groups):
+            mine = [g for g in groups if g.method == method and g.percents]
+            if len(mine) < 2:
+                continue
+
+            def size(g: Group) -> float:
+                v = g.mean("size", "nonzero_terms")
+                return v if v is not None else (g.mean("size", "parameters") or float("inf"))
+
+            unit = "terms" if mine[0].mean("size", "nonzero_terms") is not None else "parameters"
+            best = max(mine, key=lambda g: float(np.mean(g.percents)))
+            top = float(np.mean(best.percents))
+            ok = [g for g in mine if float(np.mean(g.percents)) >= top - tolerance * abs(top)]
+            sparse = min(ok, key=lambda g: (size(g), -float(np.mean(g.percents))))
+
+            def said(g: Group, unit: str = unit) -> str:
+                return (f"{g.size} ({size(g):.0f} {unit}) {float(np.mean(g.percents)):.1f}% "
+                        f"(worst {g.worst_percent:.1f}%)")
+
+            out.append(f"**{teacher}** {method}: best {said(best)}; sparsest within {tolerance:.0%} of it: "
+                       f"{said(sparse)}")
+    return out
+
+
+def against_equal_trees(summary: dict[str, list[Group]], kind: str = "equations") -> list[str]:
+    """Per teacher: the best controller of ``kind`` against the best tree with at most its parameters.
+
+    >>> def g(method, kind, pct, params):
+    ...     rec = {"kind": kind, "percent_of_teacher": pct, "cell": {"seed": 0}, "size": {"parameters": params},
+    ...            "student": {"returns": [pct]}, "teacher": {"return_mean": 100.0}}
+    ...     return Group("T-v5", "T", method, 8, [rec])
+    >>> line, = against_equal_trees({"T": [g("sindy", "equations", 80.0, 60), g("tree", "tree", 70.0, 50),
+    ...                                   g("tree", "tree", 99.0, 900)]})
+    >>> for part in line.split(" against "):
+    ...     print(part)
+    **T**: equations above, by 10.0 points: sindy 8 (60 parameters) 80.0% (worst 80.0%)
+    tree 8 (50 parameters) 70.0% (worst 70.0%)
+    """
+    out = []
+    for teacher, groups in summary.items():
+        mine = [g for g in groups if g.percents and g.records[0].get("kind") == kind]
+        if not mine:
+            continue
+        best = max(mine, key=lambda g: float(np.mean(g.percents)))
+        budget = best.mean("size", "parameters") or 0.0
+        trees = [g for g in groups if g.percents and g.records[0].get("kind") == "tree"
+                 and (g.mean("size", "parameters") or float("inf")) <= budget]
+
+        def said(g: Group) -> str:
+            return (f"{g.method} {g.size} ({_f(g.mean('size', 'parameters'), '.0f')} parameters) "
+                    f"{float(np.mean(g.percents)):.1f}% (worst {g.worst_percent:.1f}%)")
+
+        if not trees:
+            out.append(f"**{teacher}**: {said(best)}; no tree of ≤ {budget:.0f} parameters was run")
+            continue
+        tree = max(trees, key=lambda g: float(np.mean(g.percents)))
+        a, b = float(np.mean(best.percents)), float(np.mean(tree.percents))
+        out.append(f"**{teacher}**: {kind} {'above' if a > b else 'below'}, by {abs(a - b):.1f} points: "
+                   f"{said(best)} against {said(tree)}")
+    return out
+
+
 def explanations(results: Path, g: Group) -> list[Any]:
     from distill.methods import METHODS
     from interp_rl.program import load_controller
@@ -684,6 +785,8 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
                             f"{str(res / 'records')}/*.json); run `interp-rl bench` first.")
     dest = Path(out) if out is not None else res
     suite = json.loads((res / "suite.json").read_text()) if (res / "suite.json").is_file() else {}
+    compared = _compared_records(res, suite, records)
+    records = records + [r for rs in compared.values() for r in rs]
     name = suite.get("name") or records[0]["suite"]
     summary = summarise(records, reps=reps, seed=seed)
     doc = _Doc()
@@ -701,6 +804,10 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
           f"{', '.join(sorted({r['method'] for r in records}))}, seeds {', '.join(map(str, seeds))}. "
           f"Regenerate: `interp-rl bench --suite {suite.get('source') or name} --out RESULTS` then "
           f"`interp-rl report RESULTS`.")
+    for other, rs in compared.items():
+        doc.p(f"Shown next to them, not run again: {len(rs)} records of methods "
+              f"{', '.join(sorted({r['method'] for r in rs}))} on the same teachers from the `{other}` suite's results "
+              f"folder (`../{other}`; same evaluation episodes); their controllers are described in that report.")
     doc.p("Every cell distils the teacher once and evaluates teacher and controller on the same "
           f"{records[0]['episodes']} episodes (reset seeds seed, seed+1, …) of the `-v5` task. "
           "% of teacher = controller return / teacher return on those episodes (for a teacher whose mean "
@@ -774,6 +881,16 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
                   + ", by the mean % of teacher over seeds.")
             doc.bullets(lines)
 
+    if lines := sparsest_within(summary):
+        doc.h(2, "Sparsity: the sparsest within 5% of the best")
+        doc.p("Per teacher and method run at several sizes: the size with the best mean % of teacher (seeds "
+              "together) and the sparsest size whose mean is within 5% of it.")
+        doc.bullets(lines)
+    if lines := against_equal_trees(summary):
+        doc.h(2, "Equations against trees of equal size")
+        doc.p("Per teacher, the best sparse-equation controller against the best tree with at most its parameters.")
+        doc.bullets(lines)
+
     agg = aggregate(summary, reps=reps, seed=seed)
     if agg:
         doc.h(2, "All tasks together")
@@ -829,6 +946,8 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
                    "pieces acting on < 2% of states", "router-tree agreement %", "fidelity R² teacher / own states",
                    "latency Python / C", "teacher latency", "batch latency / teacher", "distil s"], rows)
         for method, g in chosen(groups).items():
+            if any(method in {r["method"] for r in rs} for rs in compared.values()):
+                continue  # described in its own suite's report
             rec = g.median_record()
             doc.h(3, f"Chosen {method} controller: size {g.size}, seed {rec['cell']['seed']} "
                      f"({_num(rec['percent_of_teacher']):.1f}% of teacher)")
