@@ -502,6 +502,21 @@ def _check_resume(out: Path, settings: dict[str, Any], resume: bool) -> dict[str
     return state
 
 
+def _one_torch_thread(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``fn`` with torch on one CPU thread: the same seed then gives the same run."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from interp_rl._threads import torch_threads
+
+        with torch_threads(1):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_one_torch_thread
 def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_steps: int = 20_000,
                initial_steps: int = 4_000, iterations: int = 8, model_steps: int = 20_000, horizon: int = 200,
                eval_episodes: int = 5, seed: int = 0, resume: bool = False, model_params: dict[str, Any] | None = None,
@@ -575,6 +590,7 @@ def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_step
     return {"settings": settings, "curve": curve}
 
 
+@_one_torch_thread
 def train_model_free(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_steps: int = 100_000,
                      eval_every: int = 5_000, eval_episodes: int = 5, seed: int = 0, resume: bool = False,
                      progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
