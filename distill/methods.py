@@ -111,6 +111,17 @@ def _rl_options() -> tuple[Option, ...]:
     )
 
 
+def _sweep_options(size_flag: str) -> tuple[Option, ...]:
+    """The sparsity sweep after DAgger (``Distillation(sweep=...)``) over the method's size option."""
+    return (
+        Option("sweep", ("sweep",), f"Sparsity sweep after DAgger: comma-separated {size_flag} values ('10,20,40'); "
+               "each refit on DAgger's data is scored on held-out episodes and the sparsest within "
+               "--sweep-tolerance of the best return is kept ('': off).", str),
+        Option("sweep_tolerance", ("sweep_tolerance",), "Share of the best return the kept fit may lose.", float),
+        Option("sweep_episodes", ("sweep_episodes",), "Held-out episodes scoring each fit of the sweep."),
+    )
+
+
 @dataclass(frozen=True)
 class Method:
     """A distiller as the CLI, the harness and the demo see it."""
@@ -272,7 +283,8 @@ register_method(Method(
     name="tree",
     description="decision tree with sparse-linear or constant leaves (DAgger)",
     size="max_leaves",
-    make=lambda: Distillation(dagger=DAgger(TreePolicy()), tuner=LeafTuner(n_iter=0), rl=CriticTuner()),
+    make=lambda: Distillation(dagger=DAgger(TreePolicy()), tuner=LeafTuner(n_iter=0), rl=CriticTuner(),
+                              sweep_param="max_leaves"),
     options=(
         Option("max_leaves", ("dagger__student__max_leaves",), "Leaf limit."),
         Option("max_depth", ("dagger__student__max_depth",), "Depth limit."),
@@ -282,6 +294,7 @@ register_method(Method(
         Option("split_on", ("dagger__student__split_on",), "'auto', 'constant' (CART), 'linear' (model tree) or "
                "'residual' (CART on a global linear fit's residual).", str),
         *_dagger_options(("dagger__seed", "tuner__seed", "rl__seed")),
+        *_sweep_options("--max-leaves"),
         Option("tune_iterations", ("tuner__n_iter",), "ARS updates of the leaves on the return after "
                "distillation (0: off)."),
         Option("tune_directions", ("tuner__n_directions",), "Random directions per ARS update."),
@@ -298,16 +311,12 @@ register_method(Method(
     name="linear",
     description="sparse linear policy, one equation per action (DAgger)",
     size="max_terms",
-    make=lambda: Distillation(dagger=DAgger(LinearPolicy()), rl=CriticTuner()),
+    make=lambda: Distillation(dagger=DAgger(LinearPolicy()), rl=CriticTuner(), sweep_param="max_terms"),
     options=(
         Option("max_terms", ("dagger__student__max_terms",), "Features per action (none: all)."),
         Option("alpha", ("dagger__student__alpha",), "Ridge penalty on standardised features.", float),
         *_dagger_options(("dagger__seed", "rl__seed")),
-        Option("sweep", ("sweep",), "Sparsity sweep after DAgger: comma-separated --max-terms values ('10,20,40'); "
-               "each refit is scored on held-out episodes and the sparsest within --sweep-tolerance of the best "
-               "return is kept ('': off).", str),
-        Option("sweep_tolerance", ("sweep_tolerance",), "Share of the best return the kept fit may lose.", float),
-        Option("sweep_episodes", ("sweep_episodes",), "Held-out episodes scoring each fit of the sweep."),
+        *_sweep_options("--max-terms"),
         *_rl_options(),
     ),
     picture_note="edge width: typical size of the term in visited states",
@@ -360,11 +369,7 @@ register_method(Method(
         Option("ensemble", ("dagger__student__ensemble",), "Bagged fits whose median coefficients are kept "
                "(pysindy's EnsembleOptimizer; 0: one fit)."),
         *_dagger_options(("dagger__seed", "rl__seed")),
-        Option("sweep", ("sweep",), "Sparsity sweep after DAgger: comma-separated --max-terms values ('10,20,40'); "
-               "each refit is scored on held-out episodes and the sparsest within --sweep-tolerance of the best "
-               "return is kept ('': off).", str),
-        Option("sweep_tolerance", ("sweep_tolerance",), "Share of the best return the kept fit may lose.", float),
-        Option("sweep_episodes", ("sweep_episodes",), "Held-out episodes scoring each fit of the sweep."),
+        *_sweep_options("--max-terms"),
         *_rl_options(),
     ),
     picture_note="edge width: typical size of the term in visited states",

@@ -216,6 +216,12 @@ def test_method_is_registered_with_its_options() -> None:
     assert method.size == "max_terms" and defaults["library"] == "poly2" and defaults["optimizer"] == "stlsq"
     with pytest.raises(InvalidParameterError, match="The '--library' setting of interp-rl distill sindy must be 'polyD'"):
         method.resolve({"library": "poly0"}, owner="interp-rl distill sindy", spell=lambda n: "--" + n)
+    # the sparsity sweep runs over each method's own size (trees and linear policies too)
+    for name, param in (("sindy", "max_terms"), ("linear", "max_terms"), ("tree", "max_leaves")):
+        est = METHODS[name].build(METHODS[name].resolve({"sweep": "4,8"}))
+        assert est.sweep == "4,8" and est.sweep_param == param
+    with pytest.raises(InvalidParameterError, match="The 'sweep' setting of method 'tree' must be comma-separated"):
+        METHODS["tree"].resolve({"sweep": "four"})
 
 
 def test_dagger_fits_a_sindy_student_from_a_real_teacher(teachers, single_torch_thread) -> None:

@@ -1,0 +1,143 @@
+"""SINDy-RL's sample-efficiency study: the Dyna loop on a SINDy surrogate against model-free SB3, in real steps.
+
+Usage::
+
+    python -m benchmarks.dyna_study run --task Pendulum-v1 --seeds 0,1,2 [--out benchmarks/results/dyna]
+    python -m benchmarks.dyna_study run --task Swimmer-v5 --seeds 0,1,2
+    python -m benchmarks.dyna_study report [--out benchmarks/results/dyna]
+
+``run`` trains, per seed, the Dyna agent (``interp-rl dynamics train``'s loop, :func:`distill.dynamics.train_dyna`)
+and the model-free agent (:func:`distill.dynamics.train_model_free`: the same algorithm and shipped
+hyperparameters, trained on the real task) with the task's budgets in :data:`BUDGETS`, into
+``OUT/TASK/seedN/{dyna,model-free}``; each run resumes where it stopped, and finished runs are skipped.
+``report`` writes ``OUT/report.md`` and ``OUT/curves-TASK.png`` (return against real steps, every seed and the
+mean) from whatever runs are there: per task, the model-free agent's final return (mean over seeds), the real
+steps the Dyna agent needs to reach it (each seed, and the mean curve), the ratio, and the final returns.
+Evaluation episodes (``eval_episodes`` per point, deterministic actions) count on neither side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from distill.dynamics import learning_curve_figure, steps_to_reach, train_dyna, train_model_free
+from envs.dynamics import SB3Agents, dynamics_task
+from interp_rl.io import atomic_write_text
+
+#: Per task: the Dyna loop's settings and the model-free agent's real-step budget (5x the loop's and more).
+BUDGETS: dict[str, dict[str, Any]] = {
+    "Pendulum-v1": {"dyna": {"real_steps": 3000, "initial_steps": 1000, "iterations": 4, "model_steps": 10000,
+                             "horizon": 200},
+                    "model_free": {"real_steps": 20000, "eval_every": 1000}},
+    "Swimmer-v5": {"dyna": {"real_steps": 20000, "initial_steps": 4000, "iterations": 8, "model_steps": 20000,
+                            "horizon": 200},
+                   "model_free": {"real_steps": 100000, "eval_every": 5000}},
+}
+ALGO = "sac"
+EVAL_EPISODES = 5
+
+
+def run(task: str, seeds: list[int], out: Path) -> None:
+    spec = BUDGETS[task]
+    t = dynamics_task(task)
+    agents = SB3Agents(ALGO, t.task)
+    for seed in seeds:
+        where = out / task / f"seed{seed}"
+        for name, fn, settings in (("dyna", train_dyna, spec["dyna"]),
+                                   ("model-free", train_model_free, spec["model_free"])):
+            folder = where / name
+
+            def say(row: dict[str, Any], name: str = name, seed: int = seed) -> None:
+                print(f"{task} seed {seed} {name}: {row['real_steps']} real steps, return {row['return_mean']:.1f}",
+                      flush=True)
+
+            fn(t, agents, folder, **settings, eval_episodes=EVAL_EPISODES, seed=seed,
+               resume=(folder / "state.json").is_file(), progress=say)
+
+
+def _curves(out: Path, task: str) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """``{"dyna": {seed: curve}, "model-free": {seed: curve}}`` of the runs in ``out/task``."""
+    found: dict[str, dict[str, list[dict[str, Any]]]] = {"dyna": {}, "model-free": {}}
+    for name in found:
+        for f in sorted((out / task).glob(f"seed*/{name}/curve.json")):
+            found[name][f.parent.parent.name.removeprefix("seed")] = json.loads(f.read_text())["curve"]
+    return found
+
+
+def _mean_curve(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    grid = sorted({r["real_steps"] for run in runs for r in run})
+    return [{"real_steps": g, "return_mean": float(np.mean([np.interp(g, [r["real_steps"] for r in run],
+                                                                      [r["return_mean"] for r in run])
+                                                            for run in runs]))} for g in grid]
+
+
+def report(out: Path) -> Path:
+    lines = ["# SINDy surrogates: sample efficiency against model-free RL", "",
+             "Regenerate: `python -m benchmarks.dyna_study run --task TASK --seeds 0,1,2` per task, then "
+             "`python -m benchmarks.dyna_study report`.", "",
+             f"Both sides train SB3 {ALGO.upper()} with the hyperparameters `interp-rl train` ships for the task. "
+             "The Dyna agent (SINDy-RL's loop, `interp-rl dynamics train`) sees only the real steps it collects: "
+             "random actions first, then its own actions with exploration noise, between rounds of fitting a "
+             "SINDy ensemble (5 members, degree-2 polynomial library, STLSQ; the reward from the task's formula "
+             "where known, else a SINDy reward model) and training in the surrogate. Each point: the mean return "
+             f"of {EVAL_EPISODES} deterministic episodes on the real task, which count on neither side.", ""]
+    for task, spec in BUDGETS.items():
+        curves = _curves(out, task)
+        if not curves["dyna"] and not curves["model-free"]:
+            continue
+        learning_curve_figure({"SINDy surrogate (Dyna)": list(curves["dyna"].values()),
+                               f"{ALGO.upper()} model-free": list(curves["model-free"].values())},
+                              out / f"curves-{task}.png", f"{task}: return against real steps")
+        lines += [f"## {task}", "", f"![{task}](curves-{task}.png)", "",
+                  f"Dyna: {spec['dyna']}; model-free: {spec['model_free']}.", ""]
+        free_steps = spec["model_free"]["real_steps"]
+        free = {s: c for s, c in curves["model-free"].items() if c[-1]["real_steps"] >= free_steps}
+        dyna = {s: c for s, c in curves["dyna"].items() if c[-1]["real_steps"] >= spec["dyna"]["real_steps"]}
+        if not free or not dyna:
+            lines += [f"Runs finished: Dyna {len(dyna)} seed(s), model-free {len(free)}; the comparison waits for "
+                      "both.", ""]
+            continue
+        level = float(np.mean([c[-1]["return_mean"] for c in free.values()]))
+        rows = ["| seed | model-free final return | Dyna final return | Dyna's real steps to the model-free final "
+                "mean | fewer steps |", "|---|---|---|---|---|"]
+        for seed, c in sorted(dyna.items()):
+            reach = steps_to_reach(c, level)
+            own = free.get(seed)
+            rows.append(f"| {seed} | {own[-1]['return_mean']:.1f} | " if own else f"| {seed} | – | ")
+            rows[-1] += (f"{c[-1]['return_mean']:.1f} | {reach if reach else 'not reached'} | "
+                         f"{f'{free_steps / reach:.1f}x' if reach else '–'} |")
+        mean_reach = steps_to_reach(_mean_curve(list(dyna.values())), level)
+        lines += [f"Model-free final return, mean of {len(free)} seed(s): **{level:.1f}** after {free_steps} real "
+                  "steps.", "", *rows, "",
+                  f"Mean Dyna curve over {len(dyna)} seed(s): "
+                  + (f"reaches {level:.1f} after **{mean_reach}** real steps, **{free_steps / mean_reach:.1f}x** "
+                     "fewer." if mean_reach else f"does not reach {level:.1f} within {spec['dyna']['real_steps']} "
+                     "real steps."), ""]
+    path = out / "report.md"
+    atomic_write_text(path, "\n".join(lines) + "\n")
+    return path
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--task", required=True, choices=sorted(BUDGETS))
+    r.add_argument("--seeds", default="0,1,2")
+    r.add_argument("--out", type=Path, default=Path("benchmarks/results/dyna"))
+    p = sub.add_parser("report")
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results/dyna"))
+    args = ap.parse_args(argv)
+    if args.command == "run":
+        run(args.task, [int(s) for s in args.seeds.split(",")], args.out)
+    else:
+        print(f"Wrote {report(args.out)}")
+
+
+if __name__ == "__main__":
+    main()
