@@ -377,7 +377,8 @@ class SINDyPolicy(PolicyStudent):
     # ------------------------------------------------------------------ reading
     def equations(self, features: Sequence[str | Signal] | None = None,
                   actions: Sequence[str | Signal] | None = None, *, precision: int = 3) -> list[str]:
-        """One line per action in named features, heaviest term first (``|coef| * std(term)``).
+        """One line per action in named features, heaviest term first (``|coef| * std(term)``), then the units of
+        the features they read (``where thigh_angle [rad], ...``, when given) and the action clipping.
 
         Names default to ``feature_names_in_`` (fitted on a DataFrame) or ``obs_0 ...``.
         """
@@ -385,5 +386,4 @@ class SINDyPolicy(PolicyStudent):
         if features is None and hasattr(self, "feature_names_in_"):
             features = [str(f) for f in self.feature_names_in_]
         controller = self.to_controller(features, actions)
-        text = self.program_.explain(controller, precision=precision)
-        return [line for line in text.splitlines() if not line.startswith(("where ", "actions are clipped"))]
+        return self.program_.explain(controller, precision=precision).splitlines()

@@ -205,11 +205,14 @@ def test_aggregate_uses_the_seeds_every_task_ran_and_names_what_it_leaves_out() 
 
 # ----------------------------------------------------------------------------- suites
 def test_shipped_suites_load_and_expand_to_cells() -> None:
-    assert {"quick", "mujoco", "demo", "smose"} <= set(builtin_suites())
+    assert {"quick", "mujoco", "demo", "smose", "sindy"} <= set(builtin_suites())
     help_text = " ".join(runner.invoke(app, ["bench", "--help"], terminal_width=200).output.split())
     assert all(name in help_text for name in builtin_suites())  # --help names every shipped suite
     smose = load_suite("smose")
     assert len({t.name for t in smose.teachers}) == 10 and smose.episodes == 20
+    sindy = load_suite("sindy")  # every shared teacher, trees and mixtures from smose's records beside it
+    assert len(sindy.teachers) == 9 and sindy.compare == ("smose",) and sindy.targets["nonzero_terms"] == 60
+    assert sindy.episodes == smose.episodes and sindy.seeds == smose.seeds
     mujoco = load_suite("mujoco")
     assert {t.name for t in mujoco.teachers} == {"HalfCheetah-SAC", "Hopper-PPO", "Walker2d-SAC", "Swimmer-SAC",
                                                   "Ant-TRPO"}
@@ -657,6 +660,28 @@ def test_report_says_per_teacher_where_it_falls_short_and_what_was_tried(report:
     (copy / "tried.toml").write_text('[[tried]]\nteacher = "IP-SAC"\nwhat = "x"\n')
     res = runner.invoke(app, ["report", str(copy)])
     assert res.exit_code == 1 and "lacks result, command" in res.output
+
+
+def test_report_shows_the_records_of_compared_suites_next_to_its_own(report: Path, tmp_path: Path) -> None:
+    import shutil
+
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    shutil.copytree(report, mine)
+    shutil.copytree(report, other)
+    for folder, drop in ((mine, "tree-constant"), (other, "tree")):
+        for f in (folder / "records").glob("*.json"):
+            if json.loads(f.read_text())["method"] == drop:
+                f.unlink()
+    suite = json.loads((mine / "suite.json").read_text())
+    (mine / "suite.json").write_text(json.dumps({**suite, "compare": ["other", "absent"]}))
+    write_report(mine, seed=0)
+    md = (mine / "report.md").read_text()
+    n = len(list((other / "records").glob("*.json")))
+    assert (f"Shown next to them, not run again: {n} records of methods tree-constant on the same teachers from the "
+            "`other` suite's results folder") in md
+    assert "| tree-constant | 2 |" in md and "| tree | 4 |" in md  # both in the teacher's table
+    assert "### Chosen tree " in md and "### Chosen tree-constant" not in md  # described in its own report
+    assert "absent" not in md.split("## Summary")[0]  # a compared folder that is not there is skipped
 
 
 def test_report_is_reproducible(report: Path, tmp_path: Path) -> None:

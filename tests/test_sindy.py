@@ -69,6 +69,7 @@ def test_equations_are_sorted_by_weight_and_carry_units() -> None:
     ctrl = pol.to_controller([Signal("thigh_angle", "rad"), Signal("foot_vx", "m/s"), Signal("torso_height", "m")],
                              [Signal("thigh_torque", "N m")])
     text = ctrl.program.explain(ctrl)
+    assert pol.equations(ctrl.features, ctrl.actions) == text.splitlines()
     first = text.splitlines()[0]
     # weights |c| * std: foot_vx 0.5, thigh_angle 0.2, torso_height 0.03
     assert first.index("foot_vx") < first.index("thigh_angle") < first.index("torso_height")
