@@ -33,8 +33,8 @@ from interp_rl.io import atomic_write_text
 BUDGETS: dict[str, dict[str, Any]] = {
     "Pendulum-v1": {"dyna": {"real_steps": 3000, "initial_steps": 1000, "iterations": 4, "model_steps": 10000,
                              "horizon": 200},
-                    "model_free": {"real_steps": 20000, "eval_every": 1000}},
-    "Swimmer-v5": {"dyna": {"real_steps": 20000, "initial_steps": 4000, "iterations": 8, "model_steps": 20000,
+                    "model_free": {"real_steps": 20000, "eval_every": 2000}},
+    "Swimmer-v5": {"dyna": {"real_steps": 20000, "initial_steps": 4000, "iterations": 8, "model_steps": 10000,
                             "horizon": 200},
                    "model_free": {"real_steps": 100000, "eval_every": 5000}},
 }
