@@ -211,7 +211,7 @@ def test_shipped_suites_load_and_expand_to_cells() -> None:
     smose = load_suite("smose")
     assert len({t.name for t in smose.teachers}) == 10 and smose.episodes == 20
     sindy = load_suite("sindy")  # every shared teacher, trees and mixtures from smose's records beside it
-    assert len(sindy.teachers) == 9 and sindy.compare == ("smose",) and sindy.targets["nonzero_terms"] == 60
+    assert len(sindy.teachers) == 10 and sindy.compare == ("smose",) and sindy.targets["nonzero_terms"] == 60
     assert sindy.episodes == smose.episodes and sindy.seeds == smose.seeds
     mujoco = load_suite("mujoco")
     assert {t.name for t in mujoco.teachers} == {"HalfCheetah-SAC", "Hopper-PPO", "Walker2d-SAC", "Swimmer-SAC",
