@@ -220,11 +220,13 @@ class EquationsProgram(ProgramBase):
             term_scale=None if self.term_scale is None else self.term_scale[keep])
 
     # ------------------------------------------------------------------ arithmetic
-    def term_values(self, X: np.ndarray) -> np.ndarray:
-        """``(n, n_terms)``: every term at every row of ``X`` (the arithmetic above)."""
+    def term_values(self, X: np.ndarray, which: Sequence[int] | None = None) -> np.ndarray:
+        """``(n, n_terms)``: every term at every row of ``X`` (the arithmetic above); with ``which``, only those
+        terms are computed (the other columns are 0)."""
         X = np.asarray(X, dtype=np.float64)
-        out = np.empty((len(X), len(self.terms)))
-        for t, term in enumerate(self.terms):
+        out = np.zeros((len(X), len(self.terms)))
+        for t in range(len(self.terms)) if which is None else which:
+            term = self.terms[t]
             v: np.ndarray | None = None
             for func, j, arg in term:
                 x = X[:, j]
@@ -241,10 +243,7 @@ class EquationsProgram(ProgramBase):
 
     def raw_predict(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)
-        used = np.flatnonzero(np.any(self.coef != 0.0, axis=0))
-        T = np.zeros((len(X), len(self.terms)))
-        if len(used):
-            T[:, used] = self.pruned().term_values(X) if len(used) < len(self.terms) else self.term_values(X)
+        T = self.term_values(X, np.flatnonzero(np.any(self.coef != 0.0, axis=0)).tolist())
         y = np.repeat(self.intercept[None, :], len(X), axis=0)
         for o in range(self.act_dim):
             for t in np.flatnonzero(self.coef[o]):  # term order, one add each
