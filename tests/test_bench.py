@@ -241,7 +241,7 @@ def test_bad_start_methods_are_one_line_errors(tmp_path: Path, extra: str, messa
     ('seeds = [0]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [0]',
      "The 'max_leaves' setting of [methods.tree] in suite "),
     ('seeds = [0]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.forest]\nsizes = [4]',
-     "names unknown method 'forest'; available: linear, moe, tree."),
+     "names unknown method 'forest'; available: linear, moe, sindy, tree."),
     ('seeds = [-1]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [4]',
      "'seeds' must be a non-empty list of integers >= 0. Got [-1] instead."),
     ('seeds = [0]\n[[teachers]]\nname = "a"\n[methods.tree]\nsizes = [4]',
@@ -252,7 +252,8 @@ def test_bad_start_methods_are_one_line_errors(tmp_path: Path, extra: str, messa
      'settings = { max_leafs = 3 }', "Unknown setting(s) of [methods.tree] in suite "),
     ('seeds = [0\n', "is not valid:"),
     ('seeds = [0]\n[targets]\npercent = -5\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [4]',
-     "[targets] must map some of percent, worst_percent, below_half, parameters, idle_experts, minutes to numbers "
+     "[targets] must map some of percent, worst_percent, below_half, parameters, nonzero_terms, idle_experts, minutes "
+     "to numbers "
      ">= 0. Got {'percent': -5} instead."),
 ])
 def test_bad_suites_are_one_line_errors(tmp_path: Path, text: str, message: str) -> None:
@@ -266,10 +267,10 @@ def test_bad_suites_are_one_line_errors(tmp_path: Path, text: str, message: str)
 
 def test_unknown_suite_and_method_are_named(tmp_path: Path) -> None:
     with pytest.raises(SuiteError, match=r"^Unknown suite 'nope': not a file, and not one of the shipped suites "
-                                         r"\(demo, mujoco, quick, smose\)\.$"):
+                                         r"\(demo, mujoco, quick, sindy, smose\)\.$"):
         load_suite("nope")
-    with pytest.raises(SuiteError, match=r"^Unknown method 'sindy' for suite 'quick'; it has: tree\.$"):
-        load_suite("quick").cells(methods=["sindy"])
+    with pytest.raises(SuiteError, match=r"^Unknown method 'forest' for suite 'quick'; it has: tree\.$"):
+        load_suite("quick").cells(methods=["forest"])
     with pytest.raises(SuiteError, match=r"^Unknown teacher 'Cheetah' for suite 'quick'; it has: Swimmer-SAC\.$"):
         load_suite("quick").cells(teachers=["Cheetah"])
 
