@@ -525,12 +525,14 @@ def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_step
     the RL agent (``envs.dynamics.SB3Agents``).
 
     ``initial_steps`` random-action steps first; then ``iterations`` times: fit the :class:`SINDyDynamics` on all
-    real data, train the agent ``model_steps`` steps in the :class:`SurrogateEnv` (starts: the real states seen),
-    collect an equal share of the remaining real steps with the agent (its exploration noise on), and evaluate it
-    on ``eval_episodes`` real episodes (not counted: they are the yardstick, as for the model-free baseline).
-    Writes ``curve.json`` (real steps, return), ``model.json`` (the last model), ``data.npz``, ``agent.zip`` and
-    ``state.json`` after every iteration; ``resume=True`` continues from them (the agent's replay buffer of
-    surrogate transitions is not kept, so a resumed run is not bit-identical to an uninterrupted one).
+    real data, train the agent ``model_steps`` steps in the :class:`SurrogateEnv` (starts: the real states seen; the
+    replay buffer emptied at each refit, so that the agent learns from the current model only), evaluate it on
+    ``eval_episodes`` real episodes (not counted: they are the yardstick, as for the model-free baseline; the curve's
+    x is the real steps the evaluated agent was trained from), and, but after the last round, collect an equal share
+    of the remaining real steps with it (exploration noise on). The last agent has used exactly ``real_steps``.
+    Writes ``curve.json``, ``model.json`` (the last model), ``data.npz``, ``agent.zip`` and ``state.json`` after
+    every round; ``resume=True`` continues from them (the replay buffer is not kept, so a resumed run is not
+    bit-identical to an uninterrupted one).
     """
     from interp_rl._validation import check_int
 
@@ -538,6 +540,9 @@ def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_step
                          ("iterations", iterations, 1), ("model_steps", model_steps, 1), ("horizon", horizon, 1),
                          ("eval_episodes", eval_episodes, 1)):
         check_int(v, name, "train_dyna", low=low)
+    if iterations < 2:
+        raise bad_value("iterations", "train_dyna", "at least 2 (fit, train, collect, then fit and train again)",
+                        iterations)
     if initial_steps >= real_steps:
         raise bad_value("initial_steps", "train_dyna", f"fewer than real_steps ({real_steps})", initial_steps)
     out = Path(out)
@@ -548,7 +553,7 @@ def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_step
     state = _check_resume(out, settings, resume)
     out.mkdir(parents=True, exist_ok=True)
     env_fn = task.env_fn
-    per_iter = (real_steps - initial_steps) // iterations
+    per_iter = (real_steps - initial_steps) // (iterations - 1)
     if state:
         data = Transitions.load(out / "data.npz")
         curve, done_iters, seconds = state["curve"], state["iterations_done"], state["seconds"]
@@ -564,14 +569,16 @@ def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_step
             agent = agents.load(str(out / "agent.zip"), env) if (out / "agent.zip").is_file() else agents.new(env, seed)
         else:
             agent.set_env(env)
+        if hasattr(agent, "replay_buffer") and agent.replay_buffer is not None:
+            agent.replay_buffer.reset()  # transitions of the previous model would teach its errors
         agent.learn(model_steps, reset_num_timesteps=False)
-        real = _AgentPolicy(agent)
-        noise = 0.1 if algo != "ppo" else 0.0
-        steps = per_iter if it < iterations - 1 else real_steps - len(data)
-        data = data + collect_transitions(env_fn, steps, policy=real, seed=seed + 2_000_000 + 10_000 * it,
-                                          action_noise=noise)
         mean, std = _evaluate(agent, env_fn, eval_episodes, seed)
-        row = {"iteration": it, "real_steps": len(data), "return_mean": mean, "return_std": std,
+        used = len(data)
+        if it < iterations - 1:
+            steps = per_iter if it < iterations - 2 else real_steps - len(data)
+            data = data + collect_transitions(env_fn, steps, policy=_AgentPolicy(agent),
+                                              seed=seed + 2_000_000 + 10_000 * it, action_noise=0.1)
+        row = {"iteration": it, "real_steps": used, "return_mean": mean, "return_std": std,
                "model_terms": model.size()["nonzero_terms_per_member"],
                "seconds": seconds + time.perf_counter() - t0}
         curve.append(row)

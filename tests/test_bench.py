@@ -218,7 +218,7 @@ def test_shipped_suites_load_and_expand_to_cells() -> None:
                                                   "Ant-TRPO"}
     assert len(mujoco.cells()) == 5 * (3 + 2 + 2) * 3  # teachers x sizes (linear-leaf and constant trees, linear) x seeds
     demo = load_suite("demo")
-    assert demo.teachers[0].train is not None and len(demo.cells()) == 6
+    assert demo.teachers[0].train is not None and len(demo.cells()) == 8
     quick = load_suite("quick")
     assert [c.id for c in quick.cells(seeds=[1])] == ["Swimmer-SAC__tree-4__seed1", "Swimmer-SAC__tree-16__seed1"]
 

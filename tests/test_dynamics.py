@@ -135,7 +135,8 @@ def test_dyna_loop_and_model_free_baseline_write_curves_and_resume(tmp_path) -> 
     rows: list[dict] = []
     first = train_dyna(task, agents, tmp_path / "dyna", **{**small, "iterations": 2}, progress=rows.append)
     curve = first["curve"]
-    assert [r["real_steps"] for r in curve] == [400, 500] and [r["iteration"] for r in rows] == [0, 1]
+    # x: the real steps each evaluated agent learnt from; the last one has used the whole budget
+    assert [r["real_steps"] for r in curve] == [300, 500] and [r["iteration"] for r in rows] == [0, 1]
     for name in ("curve.json", "model.json", "data.npz", "agent.zip", "state.json"):
         assert (tmp_path / "dyna" / name).is_file()
     assert len(Transitions.load(tmp_path / "dyna" / "data.npz")) == 500
@@ -150,6 +151,8 @@ def test_dyna_loop_and_model_free_baseline_write_curves_and_resume(tmp_path) -> 
     assert steps_to_reach(free["curve"], -1e9) == 200 and steps_to_reach(free["curve"], 1e9) is None
     with pytest.raises(InvalidParameterError, match="The 'initial_steps' parameter of train_dyna must be fewer"):
         train_dyna(task, agents, tmp_path / "x", **{**small, "initial_steps": 500})
+    with pytest.raises(InvalidParameterError, match="The 'iterations' parameter of train_dyna must be at least 2"):
+        train_dyna(task, agents, tmp_path / "x", **{**small, "iterations": 1})
 
 
 def test_cli_dynamics_fit_evaluate_and_train(tmp_path) -> None:
@@ -172,7 +175,7 @@ def test_cli_dynamics_fit_evaluate_and_train(tmp_path) -> None:
                               "--horizons", "0,x"])
     assert "The '--horizons' option of interp-rl dynamics must be comma-separated step counts" in bad.stderr
     res = runner.invoke(app, ["dynamics", "train", "--env", "Pendulum-v1", "--out", str(tmp_path / "t"),
-                              "--real-steps", "400", "--initial-steps", "300", "--iterations", "1",
+                              "--real-steps", "400", "--initial-steps", "300", "--iterations", "2",
                               "--model-steps", "100", "--horizon", "50", "--baseline-steps", "200",
                               "--eval-every", "200", "--eval-episodes", "1"])
     assert res.exit_code == 0, res.stderr

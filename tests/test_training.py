@@ -165,11 +165,14 @@ def test_readme_demo_runs_on_a_fresh_folder_and_balances_the_pendulum(tmp_path: 
     out = tmp_path / "interp-rl-demo"
     assert (out / "report.html").is_file() and (out / "report.md").is_file()
     records = [json.loads(p.read_text()) for p in (out / "records").glob("*.json")]
-    assert len(records) == 6
+    assert len(records) == 8
     assert all(r["teacher"]["return_mean"] == pytest.approx(1000.0) for r in records)
     linear = [r for r in records if r["method"] == "tree"]
     assert max(r["percent_of_teacher"] for r in linear) >= 90.0
     assert "Chosen tree controller" in done.stdout and "→ leaf" in done.stdout
+    equations = [r for r in records if r["method"] == "sindy"]  # a handful of terms balance the pole too
+    assert [r["kind"] for r in equations] == ["equations"] * 2 and all(r["size"]["nonzero_terms"] <= 8 for r in equations)
+    assert "Chosen sindy controller" in done.stdout and "contributes" in done.stdout
 
 
 def test_cli_module_runs() -> None:
