@@ -189,8 +189,16 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     """Run one cell and write its record; return the record (an existing record is returned as is).
 
     Arguments are plain data (``Cell.to_dict()``, ``Suite.to_dict()``, folder names) so the
-    function runs unchanged in a worker process or a Ray task.
+    function runs unchanged in a worker process or a Ray task. NumPy's BLAS runs on one thread inside a
+    cell: cells run side by side, and BLAS threads waiting on busy cores made SINDy fits several times slower.
     """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        return _run_cell(cell, suite, results, teachers_dir)
+
+
+def _run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers_dir: str) -> dict[str, Any]:
     import torch
 
     from benchmarks.latency import controller_latency, teacher_latency

@@ -503,14 +503,17 @@ def _check_resume(out: Path, settings: dict[str, Any], resume: bool) -> dict[str
 
 
 def _one_torch_thread(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Run ``fn`` with torch on one CPU thread: the same seed then gives the same run."""
+    """Run ``fn`` with torch and NumPy's BLAS on one CPU thread: the same seed then gives the same run, and runs
+    side by side do not wait on each other's threads."""
     import functools
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from threadpoolctl import threadpool_limits
+
         from interp_rl._threads import torch_threads
 
-        with torch_threads(1):
+        with torch_threads(1), threadpool_limits(1):
             return fn(*args, **kwargs)
 
     return wrapper

@@ -36,7 +36,8 @@ __all__ = ["OPTIMIZERS", "SINDyPolicy", "library_terms", "make_library"]
 
 #: Optimiser names ``optimizer=`` accepts (or give a pysindy optimiser object).
 OPTIMIZERS = ("stlsq", "sr3", "miosr")
-#: Rows used to search the threshold that meets ``max_terms`` (the final fit uses every row).
+#: Rows used to search the threshold that meets ``max_terms`` when the fit is on the samples themselves (an
+#: ensemble, or an optimiser object; otherwise the least-squares problem is compressed to one row per term).
 SEARCH_ROWS = 20_000
 _PART = re.compile(r"^(poly|fourier)(\d+)$|^custom:([a-z,]+)$")
 
@@ -316,6 +317,11 @@ class SINDyPolicy(PolicyStudent):
         root = np.sqrt(w * n / w.sum())[:, None]
         Z = (T - mu) / sd * root
         Yz = (Y - y_mean) / y_sd * root
+        if Z.shape[1] and len(Z) > Z.shape[1] and self.ensemble == 0 and isinstance(self.optimizer, str):
+            # The least-squares optimisers see the data only through Z'Z and Z'Y: the QR factor R and Q'Y give
+            # the same fits with one row per term instead of one per sample (bagged ensembles resample rows).
+            Q, R = np.linalg.qr(Z, mode="reduced")
+            Z, Yz = R, Q.T @ Yz
         threshold = float(self.threshold)
         if Z.shape[1]:
             coef_z, opt = self._solve(Z, Yz, threshold)
