@@ -256,7 +256,7 @@ def _sweep_figure(sweep: dict[str, Any], path: Path, title: str) -> None:
     ax.plot(size, [r["return_min"] for r in rows], "v--", alpha=0.7, label="worst episode")
     kept = sweep["rows"][sweep["kept_index"]]
     ax.plot([kept["parameters"]], [kept["return_mean"]], "o", ms=14, mfc="none", mec="k",
-            label=f"kept: {sweep['param']}={kept['value']}")
+            label=f"kept: {sweep['param']}={kept['value'] if kept['value'] is not None else 'none'}")
     ax.axhline(sweep["best_return"] - sweep["tolerance"] * abs(sweep["best_return"]), color="grey", lw=0.8, ls=":",
                label=f"{sweep['tolerance']:.0%} below the best")
     ax.set_xscale("log")
