@@ -287,3 +287,15 @@ def test_bad_sweep_settings_get_one_line_errors(params, message) -> None:
     with pytest.raises(InvalidParameterError) as err:
         Distillation(dagger=DAgger(SINDyPolicy()), **{"sweep_param": "max_terms", **params})._validate_params()
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_compressed_least_squares_fit_equals_pysindys_fit_on_every_sample() -> None:
+    X = _X(3000, 5, seed=4)
+    Y = np.column_stack([np.tanh(X[:, 0] - 0.5 * X[:, 1] * X[:, 2]), 0.3 * X[:, 3] ** 2 - X[:, 4]])
+    w = np.random.default_rng(5).uniform(0.1, 2.0, size=len(X))
+    fast = SINDyPolicy(threshold=0.05, alpha=1e-3).fit(X, Y, sample_weight=w)  # QR: one row per term
+    slow = SINDyPolicy(optimizer=ps.STLSQ(threshold=0.05, alpha=1e-3, max_iter=20, unbias=True)).fit(
+        X, Y, sample_weight=w)  # an optimiser object sees every sample
+    assert fast.program_.terms == slow.program_.terms
+    np.testing.assert_allclose(fast.program_.coef, slow.program_.coef, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(fast.program_.intercept, slow.program_.intercept, rtol=1e-8, atol=1e-10)
