@@ -103,14 +103,18 @@ def report(out: Path) -> Path:
                       "both.", ""]
             continue
         level = float(np.mean([c[-1]["return_mean"] for c in free.values()]))
-        rows = ["| seed | model-free final return | Dyna final return | Dyna's real steps to the model-free final "
-                "mean | fewer steps |", "|---|---|---|---|---|"]
+        budget = spec["dyna"]["real_steps"]
+        rows = ["| seed | Dyna's return after its budget | model-free's, first evaluation at or after that budget | "
+                "model-free final return | Dyna's real steps to the model-free final mean | fewer steps |",
+                "|---|---|---|---|---|---|"]
         for seed, c in sorted(dyna.items()):
             reach = steps_to_reach(c, level)
             own = free.get(seed)
-            rows.append(f"| {seed} | {own[-1]['return_mean']:.1f} | " if own else f"| {seed} | – | ")
-            rows[-1] += (f"{c[-1]['return_mean']:.1f} | {reach if reach else 'not reached'} | "
-                         f"{f'{free_steps / reach:.1f}x' if reach else '–'} |")
+            same = next((r for r in own if r["real_steps"] >= budget), None) if own else None
+            rows.append(f"| {seed} | {c[-1]['return_mean']:.1f} | "
+                        + (f"{same['return_mean']:.1f} (at {same['real_steps']})" if same else "–") + " | "
+                        + (f"{own[-1]['return_mean']:.1f}" if own else "–") + " | "
+                        + f"{reach if reach else 'not reached'} | {f'{free_steps / reach:.1f}x' if reach else '–'} |")
         mean_reach = steps_to_reach(_mean_curve(list(dyna.values())), level)
         lines += [f"Model-free final return, mean of {len(free)} seed(s): **{level:.1f}** after {free_steps} real "
                   "steps.", "", *rows, "",
