@@ -176,6 +176,26 @@ def dot_attrs(attrs: Mapping[str, str]) -> str:
     return "[" + ", ".join(f"{k}={v}" for k, v in attrs.items()) + "]"
 
 
+def dot_action_nodes(controller: Controller, intercept: Any, values: Any, fmt: Any) -> list[str]:
+    """One box per action of an equation-like picture: its name, its constant and (``values``) its value."""
+    out = []
+    for o, a in enumerate(controller.actions):
+        text = [a.label, f"bias {fmt(float(intercept[o]))}"]
+        if values is not None:
+            text.append(f"= {fmt(float(values[o]))}")
+        attrs = {"label": dot_label(text), "style": '"rounded,filled"', "fillcolor": '"#f2f2f2"'}
+        out.append(f"  a{o} {dot_attrs(attrs)};")
+    return out
+
+
+def dot_coefficient_edge(src: str, dst: str, c: float, share: float, fmt: Any) -> str:
+    """An edge carrying a coefficient: labelled, blue when positive, red when negative, ``share`` (0-1 of the
+    largest) setting its width."""
+    attrs = {"label": dot_label([fmt(c)]), "color": '"#d62728"' if c < 0 else '"#1f77b4"',
+             "penwidth": f"{0.5 + 3.0 * share:.2f}"}
+    return f"  {src} -> {dst} {dot_attrs(attrs)};"
+
+
 def to_dot(
     controller: Controller,
     *,

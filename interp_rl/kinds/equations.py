@@ -351,7 +351,7 @@ class EquationsProgram(ProgramBase):
         With ``states`` an edge's width follows the typical size of the term there, ``|c| * std(term)``;
         with ``obs`` features and actions show their values.
         """
-        from interp_rl.viz import dot_attrs, dot_header, dot_label
+        from interp_rl.viz import dot_action_nodes, dot_attrs, dot_coefficient_edge, dot_header, dot_label
 
         if options:
             raise TypeError(f"to_dot of an equations program takes no option {sorted(options)[0]!r}.")
@@ -378,20 +378,13 @@ class EquationsProgram(ProgramBase):
             out.append(f"  t{t} {dot_attrs({'label': label, 'shape': 'ellipse'})};")
             for j in sorted({f[1] for f in self.terms[t]}):
                 out.append(f"  f{j} -> t{t} {dot_attrs({'color': _GREY, 'arrowhead': 'none'})};")
-        for o, a in enumerate(controller.actions):
-            text = [a.label, f"bias {fmt(float(self.intercept[o]))}"]
-            if values is not None:
-                text.append(f"= {fmt(float(values[o]))}")
-            attrs = {"label": dot_label(text), "style": '"rounded,filled"', "fillcolor": '"#f2f2f2"'}
-            out.append(f"  a{o} {dot_attrs(attrs)};")
+        out += dot_action_nodes(controller, self.intercept, values, fmt)
         for o in range(self.act_dim):
             for t in np.flatnonzero(self.coef[o]):
-                c = float(self.coef[o, t])
                 single = len(self.terms[t]) == 1 and self.terms[t][0][0] == "pow" and self.terms[t][0][2] == 1
                 src = f"f{self.terms[t][0][1]}" if single else f"t{t}"
-                attrs = {"label": dot_label([fmt(c)]), "color": '"#d62728"' if c < 0 else '"#1f77b4"',
-                         "penwidth": f"{0.5 + 3.0 * float(weight[o, t]) / peak:.2f}"}
-                out.append(f"  {src} -> a{o} {dot_attrs(attrs)};")
+                out.append(dot_coefficient_edge(src, f"a{o}", float(self.coef[o, t]),
+                                                float(weight[o, t]) / peak, fmt))
         out.append("}")
         return "\n".join(out)
 

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["LinearProgram"]
 
-_NEG, _POS = '"#d62728"', '"#1f77b4"'  # edge colours of negative and positive coefficients
 
 
 @register_program
@@ -179,7 +178,7 @@ class LinearProgram(ProgramBase):
         states) an edge's width follows the typical size of its term, ``|c_j| * std(x_j)``, and
         with ``obs`` each action box shows its value for that observation.
         """
-        from interp_rl.viz import dot_attrs, dot_header, dot_label
+        from interp_rl.viz import dot_action_nodes, dot_attrs, dot_coefficient_edge, dot_header, dot_label
 
         if options:
             raise TypeError(f"to_dot of a linear program takes no option {sorted(options)[0]!r}.")
@@ -197,18 +196,10 @@ class LinearProgram(ProgramBase):
             if obs is not None:
                 text.append(f"= {fmt(float(obs[j]))}")
             out.append(f"  f{j} {dot_attrs({'label': dot_label(text)})};")
-        for o, a in enumerate(controller.actions):
-            text = [a.label, f"bias {fmt(float(self.intercept[o]))}"]
-            if values is not None:
-                text.append(f"= {fmt(float(values[o]))}")
-            attrs = {"label": dot_label(text), "style": '"rounded,filled"', "fillcolor": '"#f2f2f2"'}
-            out.append(f"  a{o} {dot_attrs(attrs)};")
+        out += dot_action_nodes(controller, self.intercept, values, fmt)
         for o in range(self.act_dim):
             for j, c in self.terms(o):
-                width = 0.5 + 3.0 * float(weight[o, j]) / peak
-                attrs = {"label": dot_label([fmt(c)]), "color": _NEG if c < 0 else _POS,
-                         "penwidth": f"{width:.2f}"}
-                out.append(f"  f{j} -> a{o} {dot_attrs(attrs)};")
+                out.append(dot_coefficient_edge(f"f{j}", f"a{o}", c, float(weight[o, j]) / peak, fmt))
         out.append("}")
         return "\n".join(out)
 
