@@ -29,17 +29,34 @@ from distill.dynamics import learning_curve_figure, steps_to_reach, train_dyna, 
 from envs.dynamics import SB3Agents, dynamics_task
 from interp_rl.io import atomic_write_text
 
-#: Per task: the Dyna loop's settings and the model-free agent's real-step budget (5x the loop's and more).
+#: Per task: the Dyna loop's settings, the model-free agent's real-step budget (5x the loop's and more) and the
+#: evaluation episodes per point (Pendulum's returns depend much on the random start: 20 episodes).
+#: Swimmer's surrogate: pysindy's polynomial (degree 2) and Fourier (sin, cos) libraries, threshold 0.1 -- with
+#: data of a swimming gait its 1,000-step rollouts of the teacher score 360 against the real 350, where the degree-2
+#: polynomials alone diverge within 130 steps; MOPO's uncertainty penalty against exploiting the early models.
 BUDGETS: dict[str, dict[str, Any]] = {
     "Pendulum-v1": {"dyna": {"real_steps": 3000, "initial_steps": 1000, "iterations": 4, "model_steps": 10000,
                              "horizon": 200},
-                    "model_free": {"real_steps": 20000, "eval_every": 2000}},
+                    "model_free": {"real_steps": 20000, "eval_every": 2000},
+                    "eval_episodes": 20},
     "Swimmer-v5": {"dyna": {"real_steps": 20000, "initial_steps": 4000, "iterations": 8, "model_steps": 10000,
-                            "horizon": 200},
-                   "model_free": {"real_steps": 100000, "eval_every": 5000}},
+                            "horizon": 200, "uncertainty_penalty": 1.0,
+                            "model_params": {"library": "poly2+fourier1", "threshold": 0.1}},
+                   "model_free": {"real_steps": 100000, "eval_every": 5000},
+                   "eval_episodes": 5},
 }
 ALGO = "sac"
-EVAL_EPISODES = 5
+
+
+def _finished(folder: Path, settings: dict[str, Any]) -> bool:
+    """Whether ``folder`` holds a committed curve of a whole run with these settings (its resume state, not
+    committed, may be missing)."""
+    f = folder / "curve.json"
+    if not f.is_file():
+        return False
+    done = json.loads(f.read_text())
+    same = all(done["settings"].get("model" if k == "model_params" else k) == v for k, v in settings.items())
+    return same and bool(done["curve"]) and done["curve"][-1]["real_steps"] >= settings["real_steps"]
 
 
 def run(task: str, seeds: list[int], out: Path) -> None:
@@ -56,7 +73,9 @@ def run(task: str, seeds: list[int], out: Path) -> None:
                 print(f"{task} seed {seed} {name}: {row['real_steps']} real steps, return {row['return_mean']:.1f}",
                       flush=True)
 
-            fn(t, agents, folder, **settings, eval_episodes=EVAL_EPISODES, seed=seed,
+            if _finished(folder, settings):
+                continue
+            fn(t, agents, folder, **settings, eval_episodes=spec["eval_episodes"], seed=seed,
                resume=(folder / "state.json").is_file(), progress=say)
 
 
@@ -76,6 +95,16 @@ def _mean_curve(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
                                                             for run in runs]))} for g in grid]
 
 
+def _gain(free: list[dict[str, Any]] | None, level: float, budget: int) -> str:
+    """Model-free steps to ``level`` and their ratio to the Dyna ``budget`` (table cells)."""
+    if not free:
+        return "– | –"
+    steps = steps_to_reach(free, level)
+    if steps is None:
+        return f"not within {free[-1]['real_steps']} | > {free[-1]['real_steps'] / budget:.1f}x"
+    return f"{steps} | {steps / budget:.1f}x"
+
+
 def report(out: Path) -> Path:
     lines = ["# SINDy surrogates: sample efficiency against model-free RL", "",
              "Regenerate: `python -m benchmarks.dyna_study run --task TASK --seeds 0,1,2` per task, then "
@@ -83,9 +112,12 @@ def report(out: Path) -> Path:
              f"Both sides train SB3 {ALGO.upper()} with the hyperparameters `interp-rl train` ships for the task. "
              "The Dyna agent (SINDy-RL's loop, `interp-rl dynamics train`) sees only the real steps it collects: "
              "random actions first, then its own actions with exploration noise, between rounds of fitting a "
-             "SINDy ensemble (5 members, degree-2 polynomial library, STLSQ; the reward from the task's formula "
-             "where known, else a SINDy reward model) and training in the surrogate. Each point: the mean return "
-             f"of {EVAL_EPISODES} deterministic episodes on the real task, which count on neither side.", ""]
+             "SINDy ensemble (5 bootstrap members, STLSQ; the reward from the task's formula where known, else a "
+             "SINDy reward model) and training in the surrogate (its replay buffer emptied at each refit). Each "
+             "point: the mean return of deterministic episodes on the real task, which count on neither side. "
+             "'Model-free steps to Dyna's return': the real steps the model-free agent needed to first reach the "
+             "return the Dyna agent had after its whole budget; their ratio to that budget is the sample-efficiency "
+             "gain at equal return.", ""]
     for task, spec in BUDGETS.items():
         curves = _curves(out, task)
         if not curves["dyna"] and not curves["model-free"]:
@@ -94,7 +126,8 @@ def report(out: Path) -> Path:
                                f"{ALGO.upper()} model-free": list(curves["model-free"].values())},
                               out / f"curves-{task}.png", f"{task}: return against real steps")
         lines += [f"## {task}", "", f"![{task}](curves-{task}.png)", "",
-                  f"Dyna: {spec['dyna']}; model-free: {spec['model_free']}.", ""]
+                  f"Dyna: {spec['dyna']}; model-free: {spec['model_free']}; {spec['eval_episodes']} evaluation "
+                  "episodes per point.", ""]
         free_steps = spec["model_free"]["real_steps"]
         free = {s: c for s, c in curves["model-free"].items() if c[-1]["real_steps"] >= free_steps}
         dyna = {s: c for s, c in curves["dyna"].items() if c[-1]["real_steps"] >= spec["dyna"]["real_steps"]}
@@ -105,8 +138,9 @@ def report(out: Path) -> Path:
         level = float(np.mean([c[-1]["return_mean"] for c in free.values()]))
         budget = spec["dyna"]["real_steps"]
         rows = ["| seed | Dyna's return after its budget | model-free's, first evaluation at or after that budget | "
-                "model-free final return | Dyna's real steps to the model-free final mean | fewer steps |",
-                "|---|---|---|---|---|---|"]
+                "model-free final return | Dyna's real steps to the model-free final mean | fewer steps | "
+                "model-free steps to Dyna's return | gain at equal return |",
+                "|---|---|---|---|---|---|---|---|"]
         for seed, c in sorted(dyna.items()):
             reach = steps_to_reach(c, level)
             own = free.get(seed)
@@ -114,7 +148,8 @@ def report(out: Path) -> Path:
             rows.append(f"| {seed} | {c[-1]['return_mean']:.1f} | "
                         + (f"{same['return_mean']:.1f} (at {same['real_steps']})" if same else "–") + " | "
                         + (f"{own[-1]['return_mean']:.1f}" if own else "–") + " | "
-                        + f"{reach if reach else 'not reached'} | {f'{free_steps / reach:.1f}x' if reach else '–'} |")
+                        + f"{reach if reach else 'not reached'} | {f'{free_steps / reach:.1f}x' if reach else '–'} | "
+                        + _gain(own, c[-1]["return_mean"], budget) + " |")
         mean_reach = steps_to_reach(_mean_curve(list(dyna.values())), level)
         lines += [f"Model-free final return, mean of {len(free)} seed(s): **{level:.1f}** after {free_steps} real "
                   "steps.", "", *rows, "",

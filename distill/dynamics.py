@@ -422,13 +422,17 @@ class SurrogateEnv(gym.Env):
     Episodes start from ``starts`` (real states) and last at most ``horizon`` steps; each step draws one ensemble
     member. An episode is *terminated* by the task's known condition (``task.termination_fn``), and *truncated* at the
     horizon, when the members disagree by more than ``max_disagreement`` state spreads, or when the state leaves
-    the data's range widened by ``margin`` spreads.
+    the data's range widened by ``margin`` spreads. ``penalty`` (reward units per state spread of disagreement,
+    MOPO's uncertainty penalty) is taken off every step's reward, so that a policy gains nothing by steering into
+    states where the model is unsure; the step's ``info["disagreement"]`` is that disagreement.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(self, model: SINDyDynamics, task: TaskLike, starts: np.ndarray, *, horizon: int = 200,
-                 max_disagreement: float = 1.0, margin: float = 3.0, seed: int = 0) -> None:
+                 max_disagreement: float = 1.0, margin: float = 3.0, penalty: float = 0.0, seed: int = 0) -> None:
+        if not (np.isfinite(penalty) and penalty >= 0):
+            raise bad_value("penalty", "SurrogateEnv", "a finite number >= 0", penalty)
         real = task.env_fn(seed)
         self.observation_space = real.observation_space
         self.action_space = real.action_space
@@ -436,6 +440,7 @@ class SurrogateEnv(gym.Env):
         self.termination_fn = task.termination_fn
         self.model, self.starts = model, np.asarray(starts, dtype=np.float64)
         self.horizon, self.max_disagreement, self.margin = int(horizon), float(max_disagreement), float(margin)
+        self.penalty = float(penalty)
         self._low = model.state_low_ - margin * model.state_scale_
         self._high = model.state_high_ + margin * model.state_scale_
         from gymnasium.utils import seeding
@@ -457,7 +462,7 @@ class SurrogateEnv(gym.Env):
         members = self.model.predict_members(x, u)[:, 0, :]
         nxt = members[self.np_random.integers(len(members))]
         spread = float((members.std(axis=0) / self.model.state_scale_).max()) if len(members) > 1 else 0.0
-        reward = float(self.model.predict_reward(x, u, nxt[None, :])[0])
+        reward = float(self.model.predict_reward(x, u, nxt[None, :])[0]) - self.penalty * spread
         self._t += 1
         done = self.termination_fn
         terminated = bool(done(nxt[None, :])[0]) if done is not None else False
@@ -522,7 +527,8 @@ def _one_torch_thread(fn: Callable[..., Any]) -> Callable[..., Any]:
 @_one_torch_thread
 def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_steps: int = 20_000,
                initial_steps: int = 4_000, iterations: int = 8, model_steps: int = 20_000, horizon: int = 200,
-               eval_episodes: int = 5, seed: int = 0, resume: bool = False, model_params: dict[str, Any] | None = None,
+               eval_episodes: int = 5, uncertainty_penalty: float = 0.0, seed: int = 0, resume: bool = False,
+               model_params: dict[str, Any] | None = None,
                progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """SINDy-RL's Dyna-style loop on ``task`` with ``real_steps`` real environment steps in all; ``agents`` makes
     the RL agent (``envs.dynamics.SB3Agents``).
@@ -533,6 +539,9 @@ def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_step
     ``eval_episodes`` real episodes (not counted: they are the yardstick, as for the model-free baseline; the curve's
     x is the real steps the evaluated agent was trained from), and, but after the last round, collect an equal share
     of the remaining real steps with it (exploration noise on). The last agent has used exactly ``real_steps``.
+    Each round in the surrogate starts with min(1,000, ``model_steps`` / 10) random-action steps that refill the
+    buffer. ``uncertainty_penalty`` (MOPO) takes that many standard deviations of the real rewards off a surrogate
+    step's reward per state spread of the members' disagreement (:class:`SurrogateEnv`'s ``penalty``).
     Writes ``curve.json``, ``model.json`` (the last model), ``data.npz``, ``agent.zip`` and ``state.json`` after
     every round; ``resume=True`` continues from them (the replay buffer is not kept, so a resumed run is not
     bit-identical to an uninterrupted one).
@@ -553,6 +562,10 @@ def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_step
     settings = {"method": "dyna", "task": task.task, "real_steps": real_steps, "initial_steps": initial_steps,
                 "iterations": iterations, "model_steps": model_steps, "horizon": horizon, "algo": algo,
                 "eval_episodes": eval_episodes, "seed": seed, "model": dict(model_params or {})}
+    if not (np.isfinite(uncertainty_penalty) and uncertainty_penalty >= 0):
+        raise bad_value("uncertainty_penalty", "train_dyna", "a finite number >= 0", uncertainty_penalty)
+    if uncertainty_penalty:
+        settings["uncertainty_penalty"] = float(uncertainty_penalty)
     state = _check_resume(out, settings, resume)
     out.mkdir(parents=True, exist_ok=True)
     env_fn = task.env_fn
@@ -567,13 +580,17 @@ def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_step
     t0 = time.perf_counter()
     for it in range(done_iters, iterations):
         model = SINDyDynamics(**{"random_state": seed + it, **(model_params or {})}).fit(data, task)
-        env = SurrogateEnv(model, task, data.obs, horizon=horizon, seed=seed + it)
+        env = SurrogateEnv(model, task, data.obs, horizon=horizon, seed=seed + it,
+                           penalty=uncertainty_penalty * float(np.std(data.reward)))
         if agent is None:
             agent = agents.load(str(out / "agent.zip"), env) if (out / "agent.zip").is_file() else agents.new(env, seed)
         else:
             agent.set_env(env)
         if hasattr(agent, "replay_buffer") and agent.replay_buffer is not None:
             agent.replay_buffer.reset()  # transitions of the previous model would teach its errors
+            # refill the emptied buffer with random actions in the new model before the updates resume (a
+            # learning_starts of the shipped hyperparameters counts from the run's start and would pass unused)
+            agent.learning_starts = agent.num_timesteps + min(1_000, model_steps // 10)
         agent.learn(model_steps, reset_num_timesteps=False)
         mean, std = _evaluate(agent, env_fn, eval_episodes, seed)
         used = len(data)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -898,7 +899,12 @@ def dynamics_train(
     iterations: Annotated[int, typer.Option(help="Fit - train in the surrogate - collect rounds.")] = 8,
     model_steps: Annotated[int, typer.Option(help="Agent steps in the surrogate per round.")] = 20000,
     horizon: Annotated[int, typer.Option(help="Longest surrogate episode.")] = 200,
+    library: Annotated[str, typer.Option(help="Candidate terms of the dynamics, as for distill sindy (e.g. "
+                                              "poly2+fourier1).")] = "poly2",
     threshold: Annotated[float, typer.Option(help="SINDy threshold of the dynamics.")] = 0.02,
+    uncertainty_penalty: Annotated[float, typer.Option(help="Taken off each surrogate reward per state spread of "
+                                                            "the members' disagreement, in standard deviations of "
+                                                            "the real rewards (MOPO; 0: none).")] = 0.0,
     algo: Annotated[str, typer.Option(help="SB3 algorithm, with the shipped hyperparameters.")] = "sac",
     baseline_steps: Annotated[int, typer.Option(help="Real steps of the model-free baseline (0: no "
                                                      "baseline).")] = 100000,
@@ -909,11 +915,29 @@ def dynamics_train(
     resume: Annotated[bool, typer.Option(help="Continue an interrupted run in --out.")] = False,
 ) -> None:
     """SINDy-RL's Dyna loop against the model-free agent on the same task; learning curves in real steps."""
-    from distill.dynamics import learning_curve_figure, steps_to_reach, train_dyna, train_model_free
+    from distill.dynamics import (
+        SINDyDynamics,
+        collect_transitions,
+        learning_curve_figure,
+        steps_to_reach,
+        train_dyna,
+        train_model_free,
+    )
     from envs.dynamics import SB3Agents, dynamics_task
+    from interp_rl.errors import InvalidParameterError, bad_value
 
     task = dynamics_task(env)
     agents = SB3Agents(algo, task.task)
+    if not (math.isfinite(uncertainty_penalty) and uncertainty_penalty >= 0):
+        raise bad_value("--uncertainty-penalty", "interp-rl dynamics train", "a finite number >= 0",
+                        uncertainty_penalty, what="option")
+    try:  # the model's options, checked before any environment step
+        SINDyDynamics(library=library, threshold=threshold).fit(collect_transitions(task.env_fn, 20, seed=seed),
+                                                                task)
+    except InvalidParameterError as exc:
+        if exc.name in ("library", "threshold"):
+            raise exc.renamed(f"--{exc.name}", "interp-rl dynamics train") from None
+        raise
 
     def say(row: dict[str, Any]) -> None:
         what = "Dyna" if "iteration" in row else "model-free"
@@ -921,8 +945,9 @@ def dynamics_train(
 
     dyna = train_dyna(task, agents, out_dir / "dyna", real_steps=real_steps, initial_steps=initial_steps,
                       iterations=iterations, model_steps=model_steps, horizon=horizon,
-                      eval_episodes=eval_episodes, seed=seed, resume=resume or (out_dir / "dyna").exists(),
-                      model_params={"threshold": threshold}, progress=say)
+                      eval_episodes=eval_episodes, uncertainty_penalty=uncertainty_penalty, seed=seed,
+                      resume=resume or (out_dir / "dyna").exists(),
+                      model_params={"library": library, "threshold": threshold}, progress=say)
     curves = {"SINDy surrogate (Dyna)": [dyna["curve"]]}
     free = None
     if baseline_steps > 0:

@@ -125,6 +125,20 @@ def test_surrogate_is_a_gymnasium_env_that_ends_by_the_tasks_termination() -> No
             ends.append(terminated)
             obs, _ = env.reset()
     assert any(ends)
+    # MOPO's penalty: the reward less penalty x the members' disagreement, step by step
+    penalised = SurrogateEnv(model, task, data.obs, horizon=50, penalty=2.0, seed=0)
+    penalised.reset(seed=3)
+    seen = []
+    for _ in range(20):
+        _, reward, terminated, truncated, info = penalised.step(np.array([0.5]))
+        base = reward + 2.0 * info["disagreement"]  # the task's reward: 0 or 1
+        assert min(abs(base), abs(base - 1.0)) < 1e-9
+        seen.append(info["disagreement"])
+        if terminated or truncated:
+            penalised.reset()
+    assert max(seen) > 0
+    with pytest.raises(InvalidParameterError, match="The 'penalty' parameter of SurrogateEnv must be a finite"):
+        SurrogateEnv(model, task, data.obs, penalty=-1.0)
 
 
 def test_dyna_loop_and_model_free_baseline_write_curves_and_resume(tmp_path) -> None:
@@ -140,6 +154,10 @@ def test_dyna_loop_and_model_free_baseline_write_curves_and_resume(tmp_path) -> 
     for name in ("curve.json", "model.json", "data.npz", "agent.zip", "state.json"):
         assert (tmp_path / "dyna" / name).is_file()
     assert len(Transitions.load(tmp_path / "dyna" / "data.npz")) == 500
+    # each round refills the emptied buffer for min(1000, model_steps / 10) steps, then learns: the shipped
+    # learning_starts (1000 for Pendulum) would otherwise pass without a single update
+    agent = agents.load(str(tmp_path / "dyna" / "agent.zip"), None)
+    assert agent.learning_starts == 150 + 15 and agent._n_updates > 0
     with pytest.raises(InterpRLError, match="already holds a run; pass --resume"):
         train_dyna(task, agents, tmp_path / "dyna", **small)
     with pytest.raises(InterpRLError, match=r"different settings \(model_steps\)"):
@@ -153,6 +171,8 @@ def test_dyna_loop_and_model_free_baseline_write_curves_and_resume(tmp_path) -> 
         train_dyna(task, agents, tmp_path / "x", **{**small, "initial_steps": 500})
     with pytest.raises(InvalidParameterError, match="The 'iterations' parameter of train_dyna must be at least 2"):
         train_dyna(task, agents, tmp_path / "x", **{**small, "iterations": 1})
+    with pytest.raises(InvalidParameterError, match="The 'uncertainty_penalty' parameter of train_dyna must be a"):
+        train_dyna(task, agents, tmp_path / "x", **small, uncertainty_penalty=float("nan"))
 
 
 def test_cli_dynamics_fit_evaluate_and_train(tmp_path) -> None:
@@ -180,3 +200,13 @@ def test_cli_dynamics_fit_evaluate_and_train(tmp_path) -> None:
                               "--eval-every", "200", "--eval-episodes", "1"])
     assert res.exit_code == 0, res.stderr
     assert (tmp_path / "t" / "curves.png").is_file() and "Model-free: return" in res.stdout
+    assert json.loads((tmp_path / "t" / "dyna" / "curve.json").read_text())["settings"]["model"] == {
+        "library": "poly2", "threshold": 0.02}
+    for flag, value, message in (("--uncertainty-penalty", "-1", "The '--uncertainty-penalty' option of interp-rl "
+                                                                 "dynamics train must be a finite number >= 0"),
+                                 ("--library", "poly0", "The '--library' option of interp-rl dynamics train must be"),
+                                 ("--threshold", "-0.5", "The '--threshold' option of interp-rl dynamics train")):
+        bad = runner.invoke(app, ["dynamics", "train", "--env", "Pendulum-v1", "--out", str(tmp_path / "b"),
+                                  flag, value])
+        assert bad.exit_code == 1 and bad.stderr.startswith(f"Error: {message}"), bad.stderr
+        assert not (tmp_path / "b").exists()
