@@ -210,3 +210,25 @@ def test_cli_dynamics_fit_evaluate_and_train(tmp_path) -> None:
                                   flag, value])
         assert bad.exit_code == 1 and bad.stderr.startswith(f"Error: {message}"), bad.stderr
         assert not (tmp_path / "b").exists()
+
+
+def test_dyna_study_report_states_the_gain_at_equal_return(tmp_path) -> None:
+    from benchmarks.dyna_study import BUDGETS, report
+
+    spec = BUDGETS["Pendulum-v1"]
+
+    def write(seed: int, name: str, settings: dict, points: list[tuple[int, float]]) -> None:
+        folder = tmp_path / "Pendulum-v1" / f"seed{seed}" / name
+        folder.mkdir(parents=True)
+        curve = [{"real_steps": s, "return_mean": r} for s, r in points]
+        (folder / "curve.json").write_text(json.dumps({"settings": settings, "curve": curve}))
+
+    write(0, "dyna", spec["dyna"], [(1000, -150.0), (2000, -160.0), (3000, -155.0)])
+    write(0, "model-free", spec["model_free"], [(2000, -1500.0), (4000, -170.0), (6000, -145.0), (20000, -130.0)])
+    text = report(tmp_path).read_text()
+    assert "Model-free final return, mean of 1 seed(s): **-130.0** after 20000 real steps." in text
+    # the model-free agent first reaches Dyna's last return (-155) after 6000 steps: 2x Dyna's 3000; and Dyna's
+    # first evaluation (-150 after 1000) after 6000 too: 6x
+    assert "| 0 | -155.0 | -170.0 (at 4000) | -130.0 | not reached | – | 6000 | 2.0x | 6.0x (-150.0 after 1000) |" \
+        in text
+    assert (tmp_path / "curves-Pendulum-v1.png").stat().st_size > 0
