@@ -686,6 +686,15 @@ def sparsest_within(summary: dict[str, list[Group]], tolerance: float = 0.05) ->
     ...         print(part)
     **T** sindy: best 60 (58 terms) 95.0% (worst 95.0%)
     sparsest within 5% of it: 20 (20 terms) 93.0% (worst 93.0%)
+
+    Trees of constant leaves have no terms: their sizes are their parameters.
+
+    >>> def c(size, pct):
+    ...     rec = {"percent_of_teacher": pct, "cell": {"seed": 0}, "student": {"returns": [pct]},
+    ...            "size": {"nonzero_terms": 0, "parameters": 4 * size - 1}, "teacher": {"return_mean": 100.0}}
+    ...     return Group("T-v5", "T", "tree-const", size, [rec])
+    >>> print(sparsest_within({"T": [c(4, 40.0), c(8, 41.0), c(16, 50.0)]})[0].split("; ")[1])
+    sparsest within 5% of it: 16 (63 parameters) 50.0% (worst 50.0%)
     """
     out = []
     for teacher, groups in summary.items():
@@ -694,11 +703,14 @@ def sparsest_within(summary: dict[str, list[Group]], tolerance: float = 0.05) ->
             if len(mine) < 2:
                 continue
 
-            def size(g: Group) -> float:
-                v = g.mean("size", "nonzero_terms")
-                return v if v is not None else (g.mean("size", "parameters") or float("inf"))
+            # non-zero terms where the method has them (equations, linear leaves); else (constant leaves, whose
+            # terms are all zero) the parameters
+            unit = "terms" if any(g.mean("size", "nonzero_terms") for g in mine) else "parameters"
 
-            unit = "terms" if mine[0].mean("size", "nonzero_terms") is not None else "parameters"
+            def size(g: Group, unit: str = unit) -> float:
+                v = g.mean("size", "nonzero_terms" if unit == "terms" else "parameters")
+                return v if v is not None else float("inf")
+
             best = max(mine, key=lambda g: float(np.mean(g.percents)))
             top = float(np.mean(best.percents))
             ok = [g for g in mine if float(np.mean(g.percents)) >= top - tolerance * abs(top)]
