@@ -34,14 +34,14 @@ from interp_rl.io import atomic_write_text
 #: Swimmer's surrogate: pysindy's polynomial (degree 2) and Fourier (sin, cos) libraries, threshold 0.1 -- with
 #: data of a swimming gait its 1,000-step rollouts of the teacher score 360 against the real 350, where the degree-2
 #: polynomials alone diverge within 130 steps; MOPO's uncertainty penalty against exploiting the early models.
-#: 30,000 surrogate steps a round: SAC (gamma 0.9999) finds Swimmer's gait only after ~90,000 steps on the real
-#: task, and not within 30,000 even in that good surrogate; 8 rounds of 10,000 ended at 1.5.
+#: SAC (gamma 0.9999) finds Swimmer's gait only after ~90,000 steps on the real task, and not within 30,000 even in
+#: that good surrogate: 5 rounds of 30,000 surrogate steps were no better (24.1, then -17.0 after two rounds).
 BUDGETS: dict[str, dict[str, Any]] = {
     "Pendulum-v1": {"dyna": {"real_steps": 3000, "initial_steps": 1000, "iterations": 4, "model_steps": 10000,
                              "horizon": 200},
                     "model_free": {"real_steps": 20000, "eval_every": 2000},
                     "eval_episodes": 20},
-    "Swimmer-v5": {"dyna": {"real_steps": 20000, "initial_steps": 4000, "iterations": 5, "model_steps": 30000,
+    "Swimmer-v5": {"dyna": {"real_steps": 20000, "initial_steps": 4000, "iterations": 8, "model_steps": 10000,
                             "horizon": 200, "uncertainty_penalty": 1.0,
                             "model_params": {"library": "poly2+fourier1", "threshold": 0.1}},
                    "model_free": {"real_steps": 100000, "eval_every": 5000},
