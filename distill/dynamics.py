@@ -527,8 +527,8 @@ def _one_torch_thread(fn: Callable[..., Any]) -> Callable[..., Any]:
 @_one_torch_thread
 def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_steps: int = 20_000,
                initial_steps: int = 4_000, iterations: int = 8, model_steps: int = 20_000, horizon: int = 200,
-               eval_episodes: int = 5, uncertainty_penalty: float = 0.0, seed: int = 0, resume: bool = False,
-               model_params: dict[str, Any] | None = None,
+               eval_episodes: int = 5, uncertainty_penalty: float = 0.0, warm_start: bool = True, seed: int = 0,
+               resume: bool = False, model_params: dict[str, Any] | None = None,
                progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """SINDy-RL's Dyna-style loop on ``task`` with ``real_steps`` real environment steps in all; ``agents`` makes
     the RL agent (``envs.dynamics.SB3Agents``).
@@ -542,6 +542,8 @@ def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_step
     Each round in the surrogate starts with min(1,000, ``model_steps`` / 10) random-action steps that refill the
     buffer. ``uncertainty_penalty`` (MOPO) takes that many standard deviations of the real rewards off a surrogate
     step's reward per state spread of the members' disagreement (:class:`SurrogateEnv`'s ``penalty``).
+    ``warm_start=False`` trains a new agent in each round's model instead of continuing the last one (on Pendulum
+    the continued agent lost 50-70 return over the rounds where a new one trained on the last model did not).
     Writes ``curve.json``, ``model.json`` (the last model), ``data.npz``, ``agent.zip`` and ``state.json`` after
     every round; ``resume=True`` continues from them (the replay buffer is not kept, so a resumed run is not
     bit-identical to an uninterrupted one).
@@ -566,6 +568,8 @@ def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_step
         raise bad_value("uncertainty_penalty", "train_dyna", "a finite number >= 0", uncertainty_penalty)
     if uncertainty_penalty:
         settings["uncertainty_penalty"] = float(uncertainty_penalty)
+    if not warm_start:
+        settings["warm_start"] = False
     state = _check_resume(out, settings, resume)
     out.mkdir(parents=True, exist_ok=True)
     env_fn = task.env_fn
@@ -582,7 +586,9 @@ def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_step
         model = SINDyDynamics(**{"random_state": seed + it, **(model_params or {})}).fit(data, task)
         env = SurrogateEnv(model, task, data.obs, horizon=horizon, seed=seed + it,
                            penalty=uncertainty_penalty * float(np.std(data.reward)))
-        if agent is None:
+        if not warm_start:
+            agent = agents.new(env, seed + it)
+        elif agent is None:
             agent = agents.load(str(out / "agent.zip"), env) if (out / "agent.zip").is_file() else agents.new(env, seed)
         else:
             agent.set_env(env)

@@ -905,6 +905,8 @@ def dynamics_train(
     uncertainty_penalty: Annotated[float, typer.Option(help="Taken off each surrogate reward per state spread of "
                                                             "the members' disagreement, in standard deviations of "
                                                             "the real rewards (MOPO; 0: none).")] = 0.0,
+    warm_start: Annotated[bool, typer.Option(help="Continue the last round's agent in the new model (else a new "
+                                                  "agent each round).")] = True,
     algo: Annotated[str, typer.Option(help="SB3 algorithm, with the shipped hyperparameters.")] = "sac",
     baseline_steps: Annotated[int, typer.Option(help="Real steps of the model-free baseline (0: no "
                                                      "baseline).")] = 100000,
@@ -945,7 +947,8 @@ def dynamics_train(
 
     dyna = train_dyna(task, agents, out_dir / "dyna", real_steps=real_steps, initial_steps=initial_steps,
                       iterations=iterations, model_steps=model_steps, horizon=horizon,
-                      eval_episodes=eval_episodes, uncertainty_penalty=uncertainty_penalty, seed=seed,
+                      eval_episodes=eval_episodes, uncertainty_penalty=uncertainty_penalty,
+                      warm_start=warm_start, seed=seed,
                       resume=resume or (out_dir / "dyna").exists(),
                       model_params={"library": library, "threshold": threshold}, progress=say)
     curves = {"SINDy surrogate (Dyna)": [dyna["curve"]]}

@@ -171,6 +171,10 @@ def test_dyna_loop_and_model_free_baseline_write_curves_and_resume(tmp_path) -> 
         train_dyna(task, agents, tmp_path / "x", **{**small, "initial_steps": 500})
     with pytest.raises(InvalidParameterError, match="The 'iterations' parameter of train_dyna must be at least 2"):
         train_dyna(task, agents, tmp_path / "x", **{**small, "iterations": 1})
+    # a new agent in each round's model: the last one has trained only there
+    fresh = train_dyna(task, agents, tmp_path / "fresh", **small, warm_start=False)
+    assert len(fresh["curve"]) == 2 and fresh["settings"]["warm_start"] is False
+    assert agents.load(str(tmp_path / "fresh" / "agent.zip"), None).num_timesteps == 150
     with pytest.raises(InvalidParameterError, match="The 'uncertainty_penalty' parameter of train_dyna must be a"):
         train_dyna(task, agents, tmp_path / "x", **small, uncertainty_penalty=float("nan"))
 
@@ -197,11 +201,12 @@ def test_cli_dynamics_fit_evaluate_and_train(tmp_path) -> None:
     res = runner.invoke(app, ["dynamics", "train", "--env", "Pendulum-v1", "--out", str(tmp_path / "t"),
                               "--real-steps", "400", "--initial-steps", "300", "--iterations", "2",
                               "--model-steps", "100", "--horizon", "50", "--baseline-steps", "200",
-                              "--eval-every", "200", "--eval-episodes", "1"])
+                              "--eval-every", "200", "--eval-episodes", "1", "--no-warm-start"])
     assert res.exit_code == 0, res.stderr
     assert (tmp_path / "t" / "curves.png").is_file() and "Model-free: return" in res.stdout
     assert json.loads((tmp_path / "t" / "dyna" / "curve.json").read_text())["settings"]["model"] == {
         "library": "poly2", "threshold": 0.02}
+    assert json.loads((tmp_path / "t" / "dyna" / "curve.json").read_text())["settings"]["warm_start"] is False
     for flag, value, message in (("--uncertainty-penalty", "-1", "The '--uncertainty-penalty' option of interp-rl "
                                                                  "dynamics train must be a finite number >= 0"),
                                  ("--library", "poly0", "The '--library' option of interp-rl dynamics train must be"),
