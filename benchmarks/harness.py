@@ -298,7 +298,7 @@ def _run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teacher
         "distill_seconds": made["distill_seconds"],
         "attribution_agreement": None,
         "details": {k: made.get(k) for k in ("weighting", "best_round", "samples", "dagger_history", "tuning",
-                                             "rl", "fit_facts", "start", "scratch")},
+                                             "rl", "fit_facts", "start", "scratch", "sweep")},
         "config": config,
         "controller": f"cells/{c.id}",
         "versions": versions(),

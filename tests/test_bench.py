@@ -332,6 +332,7 @@ def test_bench_writes_one_complete_record_per_cell(bench_run: tuple[Path, Path])
         assert (results / rec["controller"] / "controller.json").is_file()
     constant = recs["IP-SAC__tree-constant-2__seed0"]
     assert constant["config"]["leaf_model"] == "constant" and constant["size"]["nonzero_terms"] == 0
+    assert "sweep" in constant["details"] and constant["details"]["sweep"] is None  # a sweep's table is kept there
     from envs.teachers import load_teacher
     from interp_rl.program import load_controller
     from interp_rl.rollouts import evaluate
