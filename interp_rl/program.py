@@ -232,6 +232,21 @@ class ProgramBase:
         """The same program with its pieces' parameters replaced (structure and bounds kept)."""
         raise TypeError(f"A {self.kind} program is not piecewise affine.")
 
+    @property
+    def exact_shapley(self) -> bool:
+        """Whether :meth:`shapley_values` has an exact rule for this program (else estimate by sampling)."""
+        return False
+
+    def shapley_values(self, X: np.ndarray, background: np.ndarray,
+                       weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Exact interventional Shapley values of the *unclipped* output (:meth:`raw_predict`).
+
+        Returns ``phi`` ``(n, obs_dim, act_dim)`` and ``base`` ``(act_dim,)``, the background's weighted
+        mean output, with ``base + phi.sum(axis=1) == raw_predict(X)``. Kinds with an exact rule override
+        it (see :mod:`interp_rl._shapley`); :func:`interp_rl.attribution.explain` estimates the others.
+        """
+        raise TypeError(f"A {self.kind} program has no exact Shapley rule; estimate its values by sampling.")
+
     def visit_summary(self, X: np.ndarray) -> str:
         """What visiting the states ``X`` (e.g. one episode) used of the program, for a one-line report;
         '' when there is nothing to say (a kind may override it)."""

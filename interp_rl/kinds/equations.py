@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from interp_rl import _codegen as cg
+from interp_rl._shapley import product_terms_shapley
 from interp_rl.errors import ControllerFormatError
 from interp_rl.program import AffinePieces, ProgramBase, register_program
 
@@ -240,6 +241,29 @@ class EquationsProgram(ProgramBase):
                 v = fx if v is None else v * fx
             out[:, t] = v if v is not None else 1.0
         return out
+
+    exact_shapley = True
+
+    def shapley_values(self, X: np.ndarray, background: np.ndarray,
+                       weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Exact Shapley values of the unclipped equations: each term is a game on its own features
+        (:func:`interp_rl._shapley.product_terms_shapley`)."""
+        factors = []
+        for term in self.terms:
+            by_feature: dict[int, list[Factor]] = {}
+            for f in term:
+                by_feature.setdefault(int(f[1]), []).append(f)
+            factors.append({j: partial(self._factor_column, fs) for j, fs in by_feature.items()})
+        return product_terms_shapley(factors=factors, coef=self.coef, X=X, background=background,
+                                     weights=weights, intercept=self.intercept)
+
+    def _factor_column(self, factors: list[Factor], v: np.ndarray) -> np.ndarray:
+        """The product of ``factors`` (all on one feature) at the values ``v`` of that feature."""
+        j = int(factors[0][1])
+        Z = np.zeros((len(v), self.obs_dim))
+        Z[:, j] = v
+        one = EquationsProgram(terms=[factors], intercept=[0.0], coef=[[1.0]], obs_dim_=self.obs_dim)
+        return one.term_values(Z)[:, 0]
 
     def raw_predict(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from interp_rl import _codegen as cg
+from interp_rl._shapley import tree_shapley
 from interp_rl.errors import ControllerFormatError
 from interp_rl.program import AffinePieces, ProgramBase, register_program
 
@@ -103,6 +104,16 @@ class LinearProgram(ProgramBase):
     def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> LinearProgram:
         return LinearProgram(intercept=intercept[0], coef=coef[0], action_low=self.action_low,
                              action_high=self.action_high)
+
+    exact_shapley = True
+
+    def shapley_values(self, X: np.ndarray, background: np.ndarray,
+                       weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Exact Shapley values of the unclipped output: ``coef_j * (x_j - E_b[b_j])``."""
+        leaf = np.array([-1])
+        return tree_shapley(feature=leaf, threshold=np.zeros(1), left=leaf, right=leaf,
+                            intercept=self.intercept[None], coef=self.coef[None], X=X, background=background,
+                            weights=weights)
 
     def raw_predict(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)

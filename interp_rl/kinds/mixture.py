@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from interp_rl import _codegen as cg
+from interp_rl._shapley import tree_shapley
 from interp_rl.errors import ControllerFormatError
 from interp_rl.kinds.linear import LinearProgram
 from interp_rl.kinds.tree import TreeProgram
@@ -312,6 +313,25 @@ class MixtureProgram(ProgramBase):
             t = _tanh(y).astype(np.float64)
             y = self.action_low + 0.5 * (t + 1.0) * (self.action_high - self.action_low)
         return y
+
+    @property
+    def exact_shapley(self) -> bool:
+        """Exact for a routing tree without squash (a tree whose leaves are experts); an argmax of scores or
+        a tanh squash is estimated by sampling."""
+        return self.tree is not None and self.squash == "clip"
+
+    def shapley_values(self, X: np.ndarray, background: np.ndarray,
+                       weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Exact Shapley values of the unclipped output when routed by a tree (each router leaf is its
+        expert's affine map; :func:`interp_rl._shapley.tree_shapley`)."""
+        if not self.exact_shapley:
+            return super().shapley_values(X, background, weights)
+        t = self.tree
+        assert t is not None
+        expert = t.intercept[:, 0].astype(np.int64).clip(0, self.n_experts - 1)
+        return tree_shapley(feature=t.feature, threshold=t.threshold, left=t.left, right=t.right,
+                            intercept=self.expert_intercept[expert], coef=self.expert_coef[expert], X=X,
+                            background=background, weights=weights)
 
     def affine_pieces(self) -> AffinePieces:
         """One piece per expert, assigned by the router."""

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from interp_rl import _codegen as cg
+from interp_rl._shapley import tree_shapley
 from interp_rl._validation import check_int
 from interp_rl.errors import ControllerFormatError, InvalidParameterError, bad_value
 from interp_rl.program import AffinePieces, ProgramBase, register_program
@@ -152,6 +153,15 @@ class TreeProgram(ProgramBase):
         labels = [f"leaf {number[n]}" if n in number else f"node {n}" for n in range(self.n_nodes)]
         leaves = sorted(number, key=number.__getitem__)
         return AffinePieces(self.apply, self.intercept.copy(), self.coef.copy(), labels, leaves)
+
+    exact_shapley = True
+
+    def shapley_values(self, X: np.ndarray, background: np.ndarray,
+                       weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Exact interventional Shapley values of the unclipped leaf outputs (TreeSHAP with affine leaves,
+        :func:`interp_rl._shapley.tree_shapley`)."""
+        return tree_shapley(feature=self.feature, threshold=self.threshold, left=self.left, right=self.right,
+                            intercept=self.intercept, coef=self.coef, X=X, background=background, weights=weights)
 
     def visit_summary(self, X: np.ndarray) -> str:
         """``5 of 8 leaves visited``."""
