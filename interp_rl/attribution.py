@@ -627,3 +627,68 @@ def agreement(reference: Attribution, other: Attribution, *, top_k: int = 3) -> 
     return {"spearman": rho, "top_k_overlap": overlap, "top_k": top_k,
             "mean_spearman": float(np.mean(valid)) if valid else None,
             "mean_top_k_overlap": float(np.mean(list(overlap.values())))}
+
+
+# ------------------------------------------------------------------------------------------------ the job
+#: Most steps of the first episode drawn as the timeline.
+TIMELINE_STEPS = 300
+
+
+def explain_policy(
+    policy: Any,
+    env_fn: Any,
+    out_dir: str | Path,
+    *,
+    states: int = 1000,
+    episodes: int = 5,
+    seed: int = 0,
+    background: int = 16,
+    method: str = "auto",
+    budget: int | None = None,
+    task: str = "",
+    features: Sequence[str] | None = None,
+    actions: Sequence[str] | None = None,
+    formats: Sequence[str] = ("png", "svg"),
+    progress: Any = None,
+) -> dict[str, Any]:
+    """``interp-rl explain``: run the policy, explain the states it visits, write pictures and JSON.
+
+    The policy runs ``episodes`` deterministic episodes (seeds ``seed, seed + 1, ...``); ``states`` of the
+    visited states (drawn with ``seed``) are explained against ``background`` k-means centres of all of
+    them, and the first episode (up to :data:`TIMELINE_STEPS` steps) is explained again, in time order, for
+    the timeline. Writes into ``out_dir``: ``attribution.json`` (every value), ``timeline.json``,
+    ``summary.json`` (estimator, timings, global importance per action, the ranking) and the figures
+    (:func:`interp_rl.viz.attribution_figures`). Returns the summary.
+    """
+    from interp_rl.rollouts import run_episodes
+    from interp_rl.viz import attribution_figures
+
+    states = check_int(states, "states", "explain_policy")
+    episodes = check_int(episodes, "episodes", "explain_policy")
+    background = check_int(background, "background", "explain_policy")
+    check_choice(method, "method", "explain_policy", METHODS)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    ran = run_episodes(policy, env_fn, range(seed, seed + episodes), record=True, task=task)
+    assert ran.rollout is not None
+    visited = ran.rollout.observations
+    rng = np.random.default_rng(seed)
+    pick = np.sort(rng.choice(len(visited), size=min(states, len(visited)), replace=False))
+    bg = summarize_background(visited, background, seed=seed)
+    names = {"features": features, "actions": actions}
+    attr = explain(policy, visited[pick], bg, method=method, budget=budget, seed=seed, progress=progress, **names)
+    first = np.flatnonzero(ran.rollout.episodes == ran.rollout.episodes[0])[:TIMELINE_STEPS]
+    timeline = explain(policy, visited[first], bg, method=method, budget=budget, seed=seed, **names)
+    attr.save(out / "attribution.json")
+    timeline.save(out / "timeline.json")
+    figures = attribution_figures(attr, out, timeline=timeline, formats=formats)
+    summary = {
+        "task": task, "seed": seed, "episodes": episodes, "returns": [float(r) for r in ran.returns],
+        "visited_states": int(len(visited)), "timeline_steps": int(len(first)),
+        **attr.to_dict(values=False),
+        "efficiency_gap": attr.efficiency_gap(),
+        "ranking": {a: attr.ranking(k) for k, a in enumerate(attr.actions)},
+        "figures": sorted(p.name for p in figures),
+    }
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=1) + "\n")
+    return summary

@@ -626,6 +626,61 @@ def viz(
 
 @app.command()
 @cli_errors
+def explain(
+    policy: Annotated[str, typer.Option(
+        "--policy", help="A teacher (SB3 .zip, zoo run folder, train folder) or a controller (folder or controller.json).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the pictures and the JSON of the values.")],
+    env: Annotated[str | None, typer.Option(help="Task (Hopper-v5) [default: the policy's own].")] = None,
+    states: Annotated[int, typer.Option(help="Visited states to explain.")] = 1000,
+    episodes: Annotated[int, typer.Option(help="Episodes to run for the visited states.")] = 5,
+    seed: Annotated[int, typer.Option(help="Seed of the first episode, the state draw and the estimator.")] = 0,
+    background: Annotated[int, typer.Option(help="k-means centres of the visited states used as background.")] = 16,
+    method: Annotated[str, typer.Option(
+        help="auto (exact rule of the controller's kind, else kernel), exact, kernel or permutation.")] = "auto",
+    budget: Annotated[int | None, typer.Option(
+        help="Predict rows per state for the sampling estimators [default: 8192].")] = None,
+    legacy_model: Annotated[bool, typer.Option(help="Walker2d: use the pre-v5 model file.")] = False,
+) -> None:
+    """Shapley values of a teacher or a controller on the states it visits: importance, beeswarm, waterfall and
+    episode timeline pictures in named features, plus the values as JSON."""
+    from rich.progress import Progress
+
+    from envs import get_task
+    from envs.teachers import load_teacher
+    from interp_rl.attribution import explain_policy
+
+    import torch
+
+    torch.set_num_threads(1)
+    kind, ctrl = _load_target(policy)
+    if kind == "controller":
+        env_fn, task = _controller_env(ctrl, env)
+        target: Any = ctrl
+        features, actions = ctrl.feature_names, ctrl.action_names
+    else:
+        target = load_teacher(policy, env=env, legacy_model=legacy_model)
+        env_fn, task = target.env_fn, target.task
+        features = list(target.feature_names)
+        actions = [a.name for a in get_task(task).action_features()]
+    with Progress(console=err, transient=True, disable=not sys.stderr.isatty()) as bar:
+        job = bar.add_task(f"Explaining the {kind} on {task}", total=states)
+        summary = explain_policy(target, env_fn, out_dir, states=states, episodes=episodes, seed=seed,
+                                 background=background, method=method, budget=budget, task=task, features=features,
+                                 actions=actions, progress=lambda n: bar.advance(job, n))
+    table = Table(title=f"Most important features of the {kind} on {task} ({summary['method']}, "
+                        f"{summary['n_states']} states, {summary['seconds']:.1f} s)")
+    table.add_column("action")
+    table.add_column("features, most important first (mean |Shapley value|)")
+    for a in summary["actions"]:
+        imp = summary["importance"][a]
+        top = summary["ranking"][a][:4]
+        table.add_row(a, ", ".join(f"{f} ({imp[f]:.3g})" for f in top))
+    out.print(table)
+    out.print(f"Wrote {len(summary['figures'])} figures, attribution.json and summary.json to {out_dir}")
+
+
+@app.command()
+@cli_errors
 def export(
     controller: Annotated[Path, typer.Argument(help="controller.json, or the folder holding it.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Folder to write to.")],

@@ -432,3 +432,175 @@ def usage_figure(controller: Controller, observations: Any, out: str | Path, *, 
         return atomic_write(target, write)
     finally:
         plt.close(fig)
+
+
+# ------------------------------------------------------------------------------------------ attribution views
+_VIEW_FORMATS = (".png", ".svg", ".pdf")
+
+
+def _save_figure(fig: Any, out: str | Path) -> Path:
+    """Write a matplotlib figure atomically (same figure, same bytes) and close it."""
+    import matplotlib.pyplot as plt
+
+    from interp_rl.io import atomic_write
+
+    target = Path(out)
+    if target.suffix.lower() not in _VIEW_FORMATS:
+        plt.close(fig)
+        raise RenderError(f"Cannot draw a figure to {str(target)!r}: use .png, .svg or .pdf.")
+
+    def write(tmp: str) -> None:
+        fmt = target.suffix.lower()[1:]
+        stamp = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}.get(fmt)
+        with plt.rc_context({"svg.hashsalt": "interp-rl"}):
+            fig.savefig(tmp, format=fmt, dpi=110, metadata=stamp, bbox_inches="tight")
+
+    try:
+        return atomic_write(target, write)
+    finally:
+        plt.close(fig)
+
+
+def _estimator_note(attr: Any) -> str:
+    """``exact (tree)`` / ``kernel, 512 coalitions x 16 background states``: which estimator made a figure."""
+    if attr.method.endswith("-exact"):
+        note = f"exact ({attr.method[:-6]} rule, output before clipping)"
+    elif attr.exact:
+        note = "exact (every coalition)"
+    else:
+        note = f"{attr.method} estimate, {attr.budget} predict rows per state"
+    return f"{note}; background {attr.background_size} states"
+
+
+def attribution_bar(attr: Any, out: str | Path, *, top: int = 12, title: str | None = None) -> Path:
+    """Global importance (mean |Shapley value|) of the ``top`` features, one panel per action."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    imp = attr.importance()
+    k = imp.shape[1]
+    cols = min(k, 3)
+    rows = -(-k // cols)
+    n_top = min(top, imp.shape[0])
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 0.32 * n_top * rows + 1.6 * rows), squeeze=False)
+    for a in range(rows * cols):
+        ax = axes[a // cols][a % cols]
+        if a >= k:
+            ax.axis("off")
+            continue
+        order = np.argsort(-imp[:, a], kind="stable")[:n_top]
+        ax.barh(range(n_top), imp[order, a], color="#1f77b4")
+        ax.set_yticks(range(n_top), [attr.features[i] for i in order], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_title(attr.actions[a], fontsize=10)
+        ax.set_xlabel("mean |Shapley value|", fontsize=8)
+    fig.suptitle((title or "Which features drive each action") + f"\n{_estimator_note(attr)}", fontsize=10)
+    fig.tight_layout()
+    return _save_figure(fig, out)
+
+
+def _shap_explanation(attr: Any, action: int) -> Any:
+    import shap
+
+    return shap.Explanation(values=attr.values[:, :, action], base_values=np.full(attr.n_states, attr.base[action]),
+                            data=attr.states, feature_names=list(attr.features))
+
+
+def attribution_beeswarm(attr: Any, out: str | Path, *, action: int = 0, top: int = 12) -> Path:
+    """shap's beeswarm for one action: each state a dot, placed by its Shapley value, coloured by the feature's value."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import shap
+
+    _check_action(attr, action)
+    fig = plt.figure()
+    shap.plots.beeswarm(_shap_explanation(attr, action), max_display=top, show=False, plot_size=(7, 0.3 * top + 1.5))
+    fig = plt.gcf()
+    fig.suptitle(f"{attr.actions[action]}: Shapley values over {attr.n_states} states\n{_estimator_note(attr)}",
+                 fontsize=10)
+    return _save_figure(fig, out)
+
+
+def attribution_waterfall(attr: Any, out: str | Path, *, state: int = 0, action: int = 0, top: int = 10) -> Path:
+    """shap's waterfall for one state and action: from the base value to the prediction, feature by feature."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import shap
+
+    _check_action(attr, action)
+    if not 0 <= state < attr.n_states:
+        raise InvalidParameterError(f"state {state} is not one of the {attr.n_states} explained states.")
+    shap.plots.waterfall(_shap_explanation(attr, action)[state], max_display=top, show=False)
+    fig = plt.gcf()
+    fig.suptitle(f"{attr.actions[action]} at state {state}: {attr.prediction[state, action]:.3g}\n"
+                 f"{_estimator_note(attr)}", fontsize=10)
+    return _save_figure(fig, out)
+
+
+def attribution_timeline(attr: Any, out: str | Path, *, top: int = 8, actions: Sequence[int] | None = None,
+                         title: str | None = None) -> Path:
+    """An episode as a heat map: the Shapley value of the ``top`` features (rows) at each step (columns), with
+    the action above it, one pair of panels per action. The states must be in time order."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    acts = list(range(len(attr.actions))) if actions is None else [int(a) for a in actions]
+    for a in acts:
+        _check_action(attr, a)
+    n_top = min(top, len(attr.features))
+    imp = attr.importance()
+    fig, axes = plt.subplots(2 * len(acts), 1, figsize=(10, len(acts) * (1.2 + 0.22 * n_top + 0.6)),
+                             gridspec_kw={"height_ratios": [1, 0.22 * n_top + 0.5] * len(acts)}, squeeze=False)
+    steps = np.arange(attr.n_states)
+    for r, a in enumerate(acts):
+        top_ax, heat = axes[2 * r][0], axes[2 * r + 1][0]
+        top_ax.plot(steps, attr.prediction[:, a], color="black", lw=1)
+        top_ax.set_ylabel(attr.actions[a], fontsize=8, rotation=0, ha="right")
+        top_ax.set_xlim(-0.5, attr.n_states - 0.5)
+        top_ax.tick_params(labelbottom=False, labelsize=7)
+        order = np.argsort(-imp[:, a], kind="stable")[:n_top]
+        vals = attr.values[:, order, a].T
+        lim = float(np.max(np.abs(vals))) or 1.0
+        im = heat.imshow(vals, aspect="auto", cmap="RdBu_r", vmin=-lim, vmax=lim, interpolation="nearest")
+        heat.set_yticks(range(n_top), [attr.features[i] for i in order], fontsize=7)
+        heat.tick_params(labelsize=7)
+        fig.colorbar(im, ax=heat, pad=0.01, fraction=0.02)
+    axes[-1][0].set_xlabel("step")
+    fig.suptitle((title or "Shapley values along the episode (red pushes the action up, blue down)")
+                 + f"\n{_estimator_note(attr)}", fontsize=10)
+    fig.tight_layout()
+    return _save_figure(fig, out)
+
+
+def _check_action(attr: Any, action: int) -> None:
+    if not isinstance(action, (int, np.integer)) or not 0 <= action < len(attr.actions):
+        raise InvalidParameterError(f"action {action!r} is not one of the {len(attr.actions)} actions "
+                                    f"({', '.join(attr.actions)}).")
+
+
+def attribution_figures(attr: Any, out_dir: str | Path, *, timeline: Any = None,
+                        formats: Sequence[str] = ("png", "svg"), top: int = 12) -> list[Path]:
+    """Every view of ``attr`` into ``out_dir``: ``importance``, per action ``beeswarm_ACTION`` and
+    ``waterfall_ACTION`` (the state with the largest |action|), and ``timeline`` from ``timeline`` (an
+    attribution of one episode's states in time order), each in ``formats``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for fmt in formats:
+        written.append(attribution_bar(attr, out / f"importance.{fmt}", top=top))
+        for a, name in enumerate(attr.actions):
+            safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+            written.append(attribution_beeswarm(attr, out / f"beeswarm_{safe}.{fmt}", action=a, top=top))
+            state = int(np.argmax(np.abs(attr.prediction[:, a]))) if attr.n_states else 0
+            written.append(attribution_waterfall(attr, out / f"waterfall_{safe}.{fmt}", state=state, action=a))
+        if timeline is not None:
+            written.append(attribution_timeline(timeline, out / f"timeline.{fmt}", top=min(top, 8)))
+    return written
