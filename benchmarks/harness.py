@@ -203,7 +203,7 @@ def _run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teacher
 
     from benchmarks.latency import controller_latency, teacher_latency
     from benchmarks.suite import MethodSpec
-    from distill.job import METRICS_FILE, run_job
+    from distill.job import METRICS_FILE, run_job, teacher_agreement
     from distill.methods import JOB_OPTIONS, METHODS
     from envs import task_signals
     from interp_rl.compare import compare
@@ -296,7 +296,8 @@ def _run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teacher
             "speedup_c_vs_forward": _speedup(t_lat["forward_s"], s_lat["c_native_s"]),
         },
         "distill_seconds": made["distill_seconds"],
-        "attribution_agreement": None,
+        "attribution_agreement": teacher_agreement(teacher, controller, int(suite.get("attribution_states", 200)),
+                                                   c.seed),
         "details": {k: made.get(k) for k in ("weighting", "best_round", "samples", "dagger_history", "tuning",
                                              "rl", "fit_facts", "start", "scratch", "sweep")},
         "config": config,

@@ -110,6 +110,8 @@ class Suite:
     source: str = ""
     rate_episodes: int = 0
     """Extra controller episodes measuring how often it fails (below half the teacher's mean); 0: off."""
+    attribution_states: int = 200
+    """Teacher-visited states on which each record compares teacher and controller Shapley importance; 0: off."""
     targets: dict[str, float] = field(default_factory=dict)
     """What a controller must reach (keys of :data:`TARGET_KEYS`); the report checks every group against them."""
     compare: tuple[str, ...] = ()
@@ -230,6 +232,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
     data = _read(path)
     where = f"Suite {str(path)!r}"
     known = {"name", "description", "seeds", "episodes", "fidelity_steps", "latency_batch", "rate_episodes",
+             "attribution_states",
              "teachers", "methods", "targets", "compare"}
     unknown = sorted(set(data) - known)
     if unknown:
@@ -309,4 +312,5 @@ def load_suite(name_or_path: str | Path) -> Suite:
                  fidelity_steps=_int(data, "fidelity_steps", 2000, 1, where),
                  latency_batch=_int(data, "latency_batch", 256, 1, where),
                  rate_episodes=_int(data, "rate_episodes", 0, 0, where),
+                 attribution_states=_int(data, "attribution_states", 200, 0, where),
                  teachers=tuple(teachers), methods=tuple(methods), source=str(path))

@@ -62,6 +62,8 @@ class JobOption:
     name: str
     default: int
     help: str
+    low: int = 1
+    """The smallest value allowed."""
 
 
 #: Settings of every job: the final evaluation of teacher and controller (the benchmark harness
@@ -69,6 +71,8 @@ class JobOption:
 JOB_OPTIONS = (
     JobOption("eval_episodes", 10, "Final evaluation episodes of teacher and controller."),
     JobOption("fidelity_steps", 2000, "States (teacher- and controller-visited) for action fidelity."),
+    JobOption("attribution_states", 200, "Teacher-visited states on which the Shapley importance of teacher and "
+              "controller are compared (0: off).", low=0),
 )
 
 
@@ -180,7 +184,7 @@ class Method:
         resolved = {**defaults, **settings}
         try:
             for j in JOB_OPTIONS:
-                check_int(resolved[j.name], j.name, owner)
+                check_int(resolved[j.name], j.name, owner, low=j.low)
         except InvalidParameterError as exc:
             raise exc.renamed(spell(str(exc.name)), owner, what=what) from None
         try:

@@ -692,3 +692,60 @@ def explain_policy(
     }
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=1) + "\n")
     return summary
+
+
+#: Predict rows per state when comparing importances (global importance averages the sampling error out).
+AGREEMENT_BUDGET = 2048
+
+
+def attribution_agreement(
+    teacher: Any,
+    controller: Any,
+    states: Any,
+    *,
+    n_states: int = 200,
+    background: int = 16,
+    budget: int = AGREEMENT_BUDGET,
+    seed: int = 0,
+    top_k: int = 3,
+    features: Sequence[str] | None = None,
+    actions: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Teacher against controller: Shapley importance of each feature for each *action* (both explained by the
+    same estimator, coalitions and background, on ``n_states`` of ``states`` drawn with ``seed``), their rank
+    agreement (:func:`agreement`) and both importances side by side.
+
+    The controller's shipped (clipped) actions are explained, as the teacher's, so a controller whose raw output
+    runs past its bounds is compared on what it does.
+    """
+    X = np.asarray(states, dtype=np.float64)
+    n_states = check_int(n_states, "n_states", "attribution_agreement")
+    rng = np.random.default_rng(seed)
+    X = X[np.sort(rng.choice(len(X), size=min(n_states, len(X)), replace=False))]
+    bg = summarize_background(X, background, seed=seed)
+    method = "kernel"
+    names = {"features": features, "actions": actions}
+    a = explain(teacher, X, bg, method=method, budget=budget, seed=seed, **names)
+    b = explain(_ActionsOnly(controller), X, bg, method=method, budget=budget, seed=seed, **names)
+    out = agreement(a, b, top_k=top_k)
+    ti, ci = a.importance(), b.importance()
+    out.update({
+        "estimator": a.method, "budget": a.budget, "states": a.n_states, "background": len(bg.data),
+        "teacher_seconds": round(a.seconds, 3), "controller_seconds": round(b.seconds, 3),
+        "features": a.features, "actions": a.actions,
+        "teacher_importance": {n: ti[:, k].tolist() for k, n in enumerate(a.actions)},
+        "controller_importance": {n: ci[:, k].tolist() for k, n in enumerate(a.actions)},
+    })
+    return out
+
+
+class _ActionsOnly:
+    """A policy seen only through ``predict`` (so a program's exact rule of the raw output is not used)."""
+
+    def __init__(self, policy: Any) -> None:
+        self._policy = policy
+        program = _program_of(policy)
+        self.obs_dim = None if program is None else program.obs_dim
+
+    def predict(self, obs: np.ndarray) -> np.ndarray:
+        return np.asarray(self._policy.predict(obs))

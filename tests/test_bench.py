@@ -29,7 +29,8 @@ CLI = [sys.executable, "-m", "interp_rl.cli"]
 runner = CliRunner()
 
 #: Fields that hold wall-clock times (they differ between runs; nothing else may).
-TIMING = {"latency", "distill_seconds", "cell_seconds", "seconds", "machine", "versions"}
+TIMING = {"latency", "distill_seconds", "cell_seconds", "seconds", "machine", "versions", "teacher_seconds",
+          "controller_seconds"}
 
 
 
@@ -313,6 +314,11 @@ def test_bench_writes_one_complete_record_per_cell(bench_run: tuple[Path, Path])
         lat = rec["latency"]
         assert lat["teacher_single_s"] > 0 and lat["student_single_s"] > 0 and lat["student_batch_s_per_obs"] > 0
         assert lat["teacher_forward_s"] > 0
+        agree = rec["attribution_agreement"]  # teacher against controller Shapley importance, per action
+        assert agree["states"] == 200 and set(agree["top_k_overlap"]) == set(agree["actions"])
+        assert all(0 <= v <= 1 for v in agree["top_k_overlap"].values())
+        assert all(r is None or -1 <= r <= 1 for r in agree["spearman"].values())
+        assert len(agree["teacher_importance"][agree["actions"][0]]) == len(agree["features"])
         fail = rec["failures"]  # how often it fails, on episodes apart from the evaluation's
         assert fail["episodes"] == len(fail["returns"]) == 4 and fail["first_seed"] == rec["cell"]["seed"] + 700_000
         assert fail["threshold"] == pytest.approx(0.5 * rec["teacher"]["return_mean"])

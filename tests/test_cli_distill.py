@@ -25,7 +25,7 @@ def _run(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-@pytest.mark.parametrize("command", [["distill"], ["distill", "tree"], ["viz"], ["export"]])
+@pytest.mark.parametrize("command", [["distill"], ["distill", "tree"], ["viz"], ["export"], ["explain"]])
 def test_every_new_command_has_help(command):
     code, stdout, _ = _run(*command, "--help")
     assert code == 0 and "Usage:" in stdout
@@ -58,6 +58,9 @@ def test_distill_writes_controller_pictures_exports_and_metrics(swimmer_tree):
     assert config["settings"]["max_leaves"] == 4 and config["settings"]["seed"] == 3
     assert config["params"]["dagger__student__max_leaves"] == 4 and config["params"]["dagger__seed"] == 3
     assert config["teacher"]["algo"] == "sac" and config["task"] == "Swimmer-v5"
+    agree = metrics["attribution_agreement"]
+    assert agree["actions"] == ["motor1_rot_torque", "motor2_rot_torque"] and agree["states"] == 200
+    assert agree["estimator"] == "kernel" and agree["budget"] <= 2048 + 17  # 2048 predict rows per state
     rules = (swimmer_tree / "rules.txt").read_text()
     assert "motor1_rot_torque" in rules and "x[" not in rules
     assert "<svg" in (swimmer_tree / "tree.svg").read_text()
@@ -205,3 +208,29 @@ def test_unreadable_config_files_get_one_line(shared_teachers, tmp_path, name, t
                            "--out", tmp_path / "t", "--config", cfg)
     assert code == 1 and stderr.startswith(f"Error: Config file '{cfg}'") and line in stderr
     assert len(stderr.strip().splitlines()) == 1
+
+
+def test_explain_a_controller_and_a_teacher(swimmer_tree, shared_teachers, tmp_path):
+    """`interp-rl explain` on a controller folder (exact rule) and on a teacher zip (sampling): pictures in named
+    features and the values as JSON, efficiency holding."""
+    from interp_rl.attribution import Attribution
+
+    code, stdout, stderr = _run("explain", "--policy", swimmer_tree, "--out", tmp_path / "tree", "--states", "50",
+                                "--episodes", "1", "--background", "4")
+    assert code == 0, stderr
+    summary = json.loads((tmp_path / "tree" / "summary.json").read_text())
+    assert summary["method"] == "tree-exact" and summary["exact"] and summary["n_states"] == 50
+    assert summary["efficiency_gap"] < 1e-9
+    names = set(summary["figures"])
+    for view in ("importance", "timeline", "beeswarm_motor1_rot_torque", "waterfall_motor2_rot_torque"):
+        assert {f"{view}.png", f"{view}.svg"} <= names
+    assert "motor1_rot_torque" in stdout
+    code, stdout, stderr = _run("explain", "--policy", teacher_zip(shared_teachers, "sac", "Swimmer"), "--out",
+                                tmp_path / "teacher", "--states", "20", "--episodes", "1", "--background", "4",
+                                "--budget", "256", "--method", "permutation")
+    assert code == 0, stderr
+    attr = Attribution.load(tmp_path / "teacher" / "attribution.json")
+    assert attr.method == "permutation" and attr.values.shape == (20, 8, 2) and attr.efficiency_gap() < 1e-9
+    assert attr.features[0] == "torso_yaw"
+    code, _, stderr = _run("explain", "--policy", swimmer_tree, "--out", tmp_path / "x", "--method", "magic")
+    assert code == 1 and stderr.strip().splitlines()[-1].startswith("Error: The 'method' parameter of")
