@@ -763,6 +763,25 @@ def against_equal_trees(summary: dict[str, list[Group]], kind: str = "equations"
     return out
 
 
+def attribution_table(rec: dict[str, Any], top: int = 4) -> tuple[list[str], list[list[str]]] | None:
+    """The teacher's and the controller's most important features per action, side by side, with their rank
+    agreement; ``None`` for a record without ``attribution_agreement``."""
+    a = rec.get("attribution_agreement")
+    if not a:
+        return None
+    rows = []
+    for action in a["actions"]:
+        cells = []
+        for who in ("teacher_importance", "controller_importance"):
+            imp = np.asarray(a[who][action])
+            order = np.argsort(-imp, kind="stable")[:top]
+            cells.append(", ".join(f"{a['features'][i]} {imp[i]:.2g}" for i in order))
+        rho = a["spearman"].get(action)
+        rows.append([action, *cells, "-" if rho is None else f"{rho:.2f}", f"{a['top_k_overlap'][action]:.2f}"])
+    return (["action", f"teacher's top {top}", f"controller's top {top}", "Spearman",
+             f"top-{a['top_k']} overlap"], rows)
+
+
 def explanations(results: Path, g: Group) -> list[Any]:
     from distill.methods import METHODS
     from interp_rl.program import load_controller
@@ -951,12 +970,14 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
                 f"{_t(g.mean('latency', 'student_batch_s_per_obs'))} / "
                 f"{_t(g.mean('latency', 'teacher_batch_s_per_obs'))}",
                 _f(g.mean("distill_seconds"), ".0f"),
+                _f(g.mean("attribution_agreement", "mean_spearman"), ".2f"),
             ])
         doc.table(["method", "size", "leaves / experts", "depth", "non-zero terms", "parameters", "C bytes",
                    "return", "% of teacher IQM [95% CI]", "per seed", "worst episode %",
                    "% of episodes below half the teacher (episodes)",
                    "pieces acting on < 2% of states", "router-tree agreement %", "fidelity R² teacher / own states",
-                   "latency Python / C", "teacher latency", "batch latency / teacher", "distil s"], rows)
+                   "latency Python / C", "teacher latency", "batch latency / teacher", "distil s",
+                   "Shapley rank agreement with the teacher (Spearman)"], rows)
         for method, g in chosen(groups).items():
             if any(method in {r["method"] for r in rs} for rs in compared.values()):
                 continue  # described in its own suite's report
@@ -966,6 +987,13 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
             doc.p(f"Files: `{rec['controller']}/controller.json` and `rules.txt`; "
                   f"`interp-rl export {rec['controller']} --out DIR` writes it as Python and C, "
                   f"`interp-rl viz {rec['controller']}` draws all of it.")
+            if table := attribution_table(rec):
+                doc.p("**Which features drive each action, teacher against controller** (mean |Shapley value| on "
+                      f"{rec['attribution_agreement']['states']} teacher-visited states; "
+                      f"{rec['attribution_agreement']['estimator']} estimate for both, "
+                      f"{rec['attribution_agreement']['budget']} coalitions per state against "
+                      f"{rec['attribution_agreement']['background']} background states)")
+                doc.table(*table)
             for i, part in enumerate(explanations(res, g)):
                 if part.kind == "svg":
                     image(f"{_slug(teacher)}-{_slug(method)}-{_slug(str(g.size))}-{i}.svg",

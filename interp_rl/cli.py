@@ -628,7 +628,8 @@ def viz(
 @cli_errors
 def explain(
     policy: Annotated[str, typer.Option(
-        "--policy", help="A teacher (SB3 .zip, zoo run folder, train folder) or a controller (folder or controller.json).")],
+        "--policy",
+        help="A teacher (SB3 .zip, zoo run folder, train folder) or a controller (folder or controller.json).")],
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the pictures and the JSON of the values.")],
     env: Annotated[str | None, typer.Option(help="Task (Hopper-v5) [default: the policy's own].")] = None,
     states: Annotated[int, typer.Option(help="Visited states to explain.")] = 1000,
@@ -643,13 +644,12 @@ def explain(
 ) -> None:
     """Shapley values of a teacher or a controller on the states it visits: importance, beeswarm, waterfall and
     episode timeline pictures in named features, plus the values as JSON."""
+    import torch
     from rich.progress import Progress
 
     from envs import get_task
     from envs.teachers import load_teacher
     from interp_rl.attribution import explain_policy
-
-    import torch
 
     torch.set_num_threads(1)
     kind, ctrl = _load_target(policy)

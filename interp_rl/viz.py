@@ -509,7 +509,7 @@ def _shap_explanation(attr: Any, action: int) -> Any:
 
 
 def attribution_beeswarm(attr: Any, out: str | Path, *, action: int = 0, top: int = 12) -> Path:
-    """shap's beeswarm for one action: each state a dot, placed by its Shapley value, coloured by the feature's value."""
+    """shap's beeswarm for one action: a dot per state at its Shapley value, coloured by the feature's value."""
     import matplotlib
 
     matplotlib.use("Agg")
