@@ -11,7 +11,8 @@ Estimators (``method=``):
 
 * ``"auto"`` -- the program's exact rule where its kind has one (trees with constant or affine leaves,
   linear policies, mixtures routed by a tree, SINDy equations; they explain the output *before*
-  clipping, ``output="raw"``), else ``"kernel"``.
+  clipping, ``output="raw"``), else ``"permutation"`` (the lower error per ``predict`` row on Hopper and
+  HalfCheetah teachers: ``benchmarks/results/attribution/report.md``).
 * ``"program"`` -- that exact rule, or an error naming why there is none.
 * ``"exact"`` -- all ``2^d`` coalitions evaluated on ``predict`` (the reference; ``d <= 16``).
 * ``"kernel"`` -- Kernel SHAP (Lundberg & Lee 2017) with the efficiency constraint, paired sampling
@@ -558,7 +559,7 @@ def explain(
                            features=feats, actions=acts, method=f"{program.kind}-exact", exact=True, output="raw",
                            background_size=len(bg.data), seconds=time.perf_counter() - start)
 
-    est = "kernel" if method == "auto" else method
+    est = "permutation" if method == "auto" else method
     rng = np.random.default_rng(seed)
     if budget is not None:
         budget = check_int(budget, "budget", "explain", low=2)
@@ -723,7 +724,7 @@ def attribution_agreement(
     rng = np.random.default_rng(seed)
     X = X[np.sort(rng.choice(len(X), size=min(n_states, len(X)), replace=False))]
     bg = summarize_background(X, background, seed=seed)
-    method = "kernel"
+    method = "permutation"
     names = {"features": features, "actions": actions}
     a = explain(teacher, X, bg, method=method, budget=budget, seed=seed, **names)
     b = explain(_ActionsOnly(controller), X, bg, method=method, budget=budget, seed=seed, **names)

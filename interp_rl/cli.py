@@ -637,7 +637,7 @@ def explain(
     seed: Annotated[int, typer.Option(help="Seed of the first episode, the state draw and the estimator.")] = 0,
     background: Annotated[int, typer.Option(help="k-means centres of the visited states used as background.")] = 16,
     method: Annotated[str, typer.Option(
-        help="auto (exact rule of the controller's kind, else kernel), exact, kernel or permutation.")] = "auto",
+        help="auto (exact rule of the controller's kind, else permutation), exact, kernel or permutation.")] = "auto",
     budget: Annotated[int | None, typer.Option(
         help="Predict rows per state for the sampling estimators [default: 8192].")] = None,
     legacy_model: Annotated[bool, typer.Option(help="Walker2d: use the pre-v5 model file.")] = False,
