@@ -203,9 +203,10 @@ def _run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teacher
 
     from benchmarks.latency import controller_latency, teacher_latency
     from benchmarks.suite import MethodSpec
-    from distill.job import METRICS_FILE, run_job, teacher_agreement
+    from distill.job import METRICS_FILE, run_job
     from distill.methods import JOB_OPTIONS, METHODS
     from envs import task_signals
+    from interp_rl.attribution import teacher_agreement
     from interp_rl.compare import compare
     from interp_rl.export import write_exports
     from interp_rl.program import load_controller

@@ -400,6 +400,8 @@ def run_job(
     if evaluate_student:
         metrics.update(compare(controller, teacher, teacher.env_fn, episodes=resolved["eval_episodes"],
                                seed=resolved["seed"], fidelity_steps=resolved["fidelity_steps"]))
+        from interp_rl.attribution import teacher_agreement
+
         metrics["attribution_agreement"] = teacher_agreement(
             teacher, controller, resolved["attribution_states"], resolved["seed"])
         shown = ("teacher_return", "student_return", "percent_of_teacher", "worst_percent_of_teacher")
@@ -411,19 +413,6 @@ def run_job(
     atomic_write_text(out / METRICS_FILE, json.dumps(json_safe(metrics), indent=1) + "\n")
     shutil.rmtree(ckpt, ignore_errors=True)
     return metrics
-
-
-def teacher_agreement(teacher: Teacher, controller: Any, n_states: int, seed: int) -> dict[str, Any] | None:
-    """Shapley importance of teacher and controller on ``n_states`` states the teacher visits, ranked against each
-    other (:func:`interp_rl.attribution.attribution_agreement`); ``None`` when ``n_states`` is 0."""
-    from interp_rl.attribution import attribution_agreement
-    from interp_rl.rollouts import collect
-
-    if not n_states:
-        return None
-    visited = collect(teacher, teacher.env_fn, 5 * n_states, seed).observations
-    return attribution_agreement(teacher, controller, visited, n_states=n_states, seed=seed,
-                                 features=controller.feature_names, actions=controller.action_names)
 
 
 def _start_student(method: Method, estimator: Distillation, teacher: Teacher, start: str | Path,

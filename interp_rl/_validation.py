@@ -9,7 +9,7 @@ import numpy as np
 
 from interp_rl.errors import ObservationError, bad_value
 
-__all__ = ["check_choice", "check_float", "check_int", "check_observations"]
+__all__ = ["check_choice", "check_finite", "check_float", "check_int", "check_observations"]
 
 
 def check_int(value: Any, name: str, owner: str, *, low: int = 1, high: int | None = None) -> int:
@@ -110,12 +110,27 @@ def check_observations(
         raise ObservationError(
             f"obs has {got} features, but {owner} expects {expected_dim}{where}."
         )
+    check_finite(arr, owner, task=task, feature_names=feature_names)
+    return arr, single
+
+
+def check_finite(arr: np.ndarray, owner: str, *, what: str = "obs", task: str | None = None,
+                 feature_names: Sequence[str] | None = None) -> None:
+    """Raise :class:`ObservationError` naming the first non-finite value of ``arr`` ``(n, d)``: its feature
+    (by name when given) and row.
+
+    >>> check_finite(np.array([[0.0, np.nan]]), "explain", what="states", feature_names=["x", "v"])
+    Traceback (most recent call last):
+    ...
+    interp_rl.errors.ObservationError: states holds a non-finite value (nan) at feature 'v' (row 0) given to explain; states must be finite.
+    """
     bad = ~np.isfinite(arr)
     if bad.any():
         row, col = (int(i) for i in np.argwhere(bad)[0])
-        fname = feature_names[col] if feature_names is not None else f"index {col}"
+        fname = feature_names[col] if feature_names is not None and col < len(feature_names) else f"index {col}"
+        where = f" ({task})" if task else ""
+        plural = "observations" if what == "obs" else what
         raise ObservationError(
-            f"obs holds a non-finite value ({arr[row, col]}) at feature '{fname}' "
-            f"(row {row}) given to {owner}{where}; observations must be finite."
+            f"{what} holds a non-finite value ({arr[row, col]}) at feature '{fname}' "
+            f"(row {row}) given to {owner}{where}; {plural} must be finite."
         )
-    return arr, single

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from interp_rl._validation import check_choice, check_int
+from interp_rl._validation import check_choice, check_finite, check_int
 from interp_rl.errors import InvalidParameterError, ObservationError
 from interp_rl.io import atomic_write_text
 
@@ -48,12 +48,15 @@ __all__ = [
     "Attribution",
     "Background",
     "agreement",
+    "attribution_agreement",
     "explain",
+    "explain_policy",
     "summarize_background",
+    "teacher_agreement",
 ]
 
 #: Estimators :func:`explain` knows.
-METHODS = ("auto", "program", "exact", "kernel", "kernel2", "permutation")
+METHODS = ("auto", "program", "exact", "kernel", "permutation")
 #: ``exact`` enumerates ``2^d`` coalitions; above this many features it is refused.
 MAX_EXACT_FEATURES = 16
 #: Default coalitions per state for the sampling estimators (see the attribution benchmark).
@@ -98,7 +101,7 @@ class Background:
                                    f"features: expected (m, {obs_dim}).")
         if len(arr) == 0:
             raise InvalidParameterError(f"The background given to {owner} has no rows; give at least one state.")
-        _check_finite(arr, "background", owner, feature_names)
+        check_finite(arr, owner, what="background", feature_names=feature_names)
         if weights is None:
             w = np.full(len(arr), 1.0 / len(arr))
         else:
@@ -111,15 +114,6 @@ class Background:
 
     def to_dict(self) -> dict[str, Any]:
         return {"data": self.data.tolist(), "weights": self.weights.tolist()}
-
-
-def _check_finite(arr: np.ndarray, what: str, owner: str, names: Sequence[str] | None) -> None:
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        row, col = (int(i) for i in np.argwhere(bad)[0])
-        name = names[col] if names is not None and col < len(names) else f"index {col}"
-        raise ObservationError(f"The {what} given to {owner} hold a non-finite value ({arr[row, col]}) at "
-                               f"feature '{name}' (row {row}); they must be finite.")
 
 
 def summarize_background(states: Any, size: int = 16, *, seed: int = 0) -> Background:
@@ -139,7 +133,7 @@ def summarize_background(states: Any, size: int = 16, *, seed: int = 0) -> Backg
     X = np.asarray(states, dtype=np.float64)
     if X.ndim != 2 or len(X) == 0:
         raise ObservationError(f"summarize_background needs states of shape (n, obs_dim); got {X.shape}.")
-    _check_finite(X, "states", "summarize_background", None)
+    check_finite(X, "summarize_background", what="states")
     uniq = np.unique(X, axis=0)
     if len(uniq) <= size:
         counts = np.array([np.sum(np.all(X == u, axis=1)) for u in uniq], dtype=np.float64)
@@ -252,6 +246,11 @@ def _program_of(policy: Any) -> Any:
         except Exception:  # noqa: BLE001 - an unfitted or unusual student: sample instead
             return None
     return None
+
+
+def _exact_rule(program: Any) -> bool:
+    """Whether ``program`` has an exact Shapley rule (a kind without ``exact_shapley`` is estimated)."""
+    return program is not None and bool(getattr(program, "exact_shapley", False))
 
 
 def _names(policy: Any, d: int, k: int, features: Sequence[str] | None,
@@ -384,7 +383,7 @@ def _plan_permutation(d: int, budget: int, rng: np.random.Generator, weights: np
     return plan
 
 
-def _plan_kernel(d: int, budget: int, rng: np.random.Generator, order: int = 1) -> tuple[np.ndarray, np.ndarray]:
+def _plan_kernel(d: int, budget: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Kernel SHAP's coalitions (sizes enumerated from the outside in while they fit, the rest sampled in
     complementary pairs) and the constrained weighted least squares as one linear operator."""
     if d == 1:
@@ -424,30 +423,17 @@ def _plan_kernel(d: int, budget: int, rng: np.random.Generator, order: int = 1) 
                 chosen[mm.tobytes()] = chosen.get(mm.tobytes(), 0.0) + per
     Z = np.array([np.frombuffer(k, dtype=bool) for k in chosen], dtype=np.float64)  # (M', d)
     pi = np.array(list(chosen.values()))
-    # The game is fitted as k-additive (order 1: Kernel SHAP; order 2: pairwise interactions too, k-ADD SHAP),
-    # y(S) = v(S) - v(empty) = sum_i m_i [i in S] + sum_{i<j} m_ij [i, j in S], by weighted least squares
-    # subject to the full coalition's value; phi_i = m_i + sum_j m_ij / 2.
-    if order == 2:
-        iu, ju = np.triu_indices(d, 1)
-        F = np.hstack([Z, Z[:, iu] * Z[:, ju]])
-        T = np.zeros((d, F.shape[1]))
-        T[np.arange(d), np.arange(d)] = 1.0
-        T[iu, d + np.arange(len(iu))] = 0.5
-        T[ju, d + np.arange(len(iu))] = 0.5
-    else:
-        F, T = Z, np.eye(d)
-    u = np.ones(F.shape[1])  # the full coalition's row
-    A = F.T @ (pi[:, None] * F)
+    # minimise sum pi (y - Z phi)^2 subject to 1.phi = delta, with y = v(S) - v(empty), delta = v(full) - v(empty)
+    A = Z.T @ (pi[:, None] * Z)
     Ainv = np.linalg.pinv(A)
-    L = Ainv @ (F.T * pi[None, :])  # (p, M')
-    g = Ainv @ u
-    denom = u @ g
-    # theta = L y - g (u.L y - delta) / denom, linear in the middle coalitions' y, v(empty) and v(full)
-    mid = L - np.outer(g, u @ L) / denom
-    full = g / denom
+    L = Ainv @ (Z.T * pi[None, :])  # (d, M')
+    g = Ainv.sum(axis=1)  # A^-1 1
+    # phi = L y - g (1.L y - delta) / 1.g, linear in the middle coalitions' y, v(empty) and v(full)
+    mid = L - np.outer(g, L.sum(axis=0)) / g.sum()
+    full = g / g.sum()
     empty = -mid.sum(axis=1) - full
     masks = np.vstack([np.zeros((1, d), bool), np.ones((1, d), bool), Z.astype(bool)])
-    op = T @ np.hstack([empty[:, None], full[:, None], mid])
+    op = np.hstack([empty[:, None], full[:, None], mid])
     return masks, op
 
 
@@ -540,13 +526,13 @@ def explain(
                                f"features: expected {want}.")
     d = X.shape[1]
     names_hint = list(features) if features is not None else getattr(policy, "feature_names", None)
-    _check_finite(X, "states", "explain", names_hint)
+    check_finite(X, "explain", what="states", feature_names=names_hint)
     bg = Background.of(background, d, feature_names=names_hint)
     start = time.perf_counter()
 
-    use_program = method == "program" or (method == "auto" and program is not None and program.exact_shapley)
+    use_program = method == "program" or (method == "auto" and _exact_rule(program))
     if use_program:
-        if program is None or not program.exact_shapley:
+        if not _exact_rule(program):
             what = type(policy).__name__ if program is None else f"a {program.kind} program of this form"
             raise InvalidParameterError(f"method='program' needs a program kind with an exact Shapley rule; "
                                         f"{what} has none (use 'kernel', 'permutation' or 'exact').")
@@ -570,9 +556,8 @@ def explain(
                                         f"{MAX_EXACT_FEATURES} features (use 'kernel' or 'permutation').")
         plan = _over_background(*_plan_exact(d), bg.weights)
         est = "exact"
-    elif est in ("kernel", "kernel2"):
-        order = 2 if est == "kernel2" else 1
-        plan = _over_background(*_plan_kernel(d, max(2 * d, b // len(bg.data)), rng, order), bg.weights)
+    elif est == "kernel":
+        plan = _over_background(*_plan_kernel(d, max(2 * d, b // len(bg.data)), rng), bg.weights)
     else:
         plan = _plan_permutation(d, b, rng, bg.weights)
     masks, rows, op = plan.finish()
@@ -727,7 +712,7 @@ def attribution_agreement(
     method = "permutation"
     names = {"features": features, "actions": actions}
     a = explain(teacher, X, bg, method=method, budget=budget, seed=seed, **names)
-    b = explain(_ActionsOnly(controller), X, bg, method=method, budget=budget, seed=seed, **names)
+    b = explain(controller, X, bg, method=method, budget=budget, seed=seed, **names)  # predict: clipped actions
     out = agreement(a, b, top_k=top_k)
     ti, ci = a.importance(), b.importance()
     out.update({
@@ -740,13 +725,13 @@ def attribution_agreement(
     return out
 
 
-class _ActionsOnly:
-    """A policy seen only through ``predict`` (so a program's exact rule of the raw output is not used)."""
+def teacher_agreement(teacher: Any, controller: Any, n_states: int, seed: int) -> dict[str, Any] | None:
+    """Shapley importance of teacher and controller on ``n_states`` states the teacher visits, ranked against each
+    other (:func:`attribution_agreement`); ``None`` when ``n_states`` is 0."""
+    from interp_rl.rollouts import collect
 
-    def __init__(self, policy: Any) -> None:
-        self._policy = policy
-        program = _program_of(policy)
-        self.obs_dim = None if program is None else program.obs_dim
-
-    def predict(self, obs: np.ndarray) -> np.ndarray:
-        return np.asarray(self._policy.predict(obs))
+    if not n_states:
+        return None
+    visited = collect(teacher, teacher.env_fn, 5 * n_states, seed).observations
+    return attribution_agreement(teacher, controller, visited, n_states=n_states, seed=seed,
+                                 features=controller.feature_names, actions=controller.action_names)
