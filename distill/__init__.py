@@ -7,6 +7,8 @@ A distiller receives a teacher (:class:`interp_rl.teachers.Teacher`) and an envi
   with constant or sparse-linear leaves), :class:`LinearPolicy` (sparse equations),
   :class:`MixturePolicy` (a top-1 mixture of sparse linear experts, SMOSE), :class:`SINDyPolicy`
   (sparse equations over a pysindy library of terms).
+- :class:`FeatureSubset`: any of them fitted on some observation features only (the top-k of the
+  teacher's Shapley ranking), run on the full observation.
 - :class:`DAgger`: learns any student from a teacher (behaviour cloning with ``n_iter=0``),
   with VIPER-style critic weighting for teachers that have a Q-function.
 - :class:`LeafTuner`: tunes a tree's leaves on the real return (augmented random search).
@@ -24,6 +26,7 @@ from distill.moe import MixturePolicy
 from distill.prune import collapse_similar, cost_complexity_path, prune, prune_to_leaves
 from distill.rl import CriticTuner
 from distill.sindy import SINDyPolicy
+from distill.subset import FeatureSubset
 from distill.tree import TreePolicy
 
 __all__ = [
@@ -31,6 +34,7 @@ __all__ = [
     "CriticTuner",
     "DAgger",
     "Distillation",
+    "FeatureSubset",
     "LeafTuner",
     "LinearPolicy",
     "Method",

@@ -146,38 +146,43 @@ def tree_shapley(
         bg_in = bin_[first]  # (G, p)
         base += (Wg[bin_[first].all(axis=1)] if p else Wg).sum() * c + (
             Sg[bg_in.all(axis=1)] if p else Sg).sum(axis=0) @ W.T
-        A = xin[:, None, :] & ~bg_in[None, :, :]  # (n, G, p)
-        Bm = ~xin[:, None, :] & bg_in[None, :, :]
-        reach = np.all(xin[:, None, :] | bg_in[None, :, :], axis=2)  # (n, G)
-        if not reach.any():
+        # The hybrid of x and a pattern-g row reaches the leaf iff x passes every test the row fails.
+        reach = ((~xin).astype(np.int64) @ (~bg_in).T.astype(np.int64)) == 0  # (n, G)
+        rows, cols = np.flatnonzero(reach.any(axis=1)), np.flatnonzero(reach.any(axis=0))
+        if not len(rows):
             continue
+        # Only the states and patterns that can reach this leaf (deep trees: a small share).
+        Xr, Wr, Sr, xr, gin = X[rows], Wg[cols], Sg[cols], xin[rows], bg_in[cols]
+        reach = reach[rows][:, cols]
+        A = xr[:, None, :] & ~gin[None, :, :]  # (n', G', p): x's side
+        Bm = ~xr[:, None, :] & gin[None, :, :]  # the row's side
         a = A.sum(axis=2)
         b = Bm.sum(axis=2)
         ra = np.where(reach, 1.0, 0.0)
-        al, be, ga, be1 = (t[a, b] * ra for t in (alpha, beta, gamma, beta1))  # (n, G)
-        wx = X @ W.T  # (n, k)
-        wb = Sg @ W.T  # (G, k)
-        # delta[q] = sum_{k in g} w_k W_j (x_j - b_kj), for path feature j = feats[q]: (n, G, k)
-        C = c[None, None, :] * Wg[None, :, None] + wb[None, :, :]  # constant part, (n, G, k)
-        D = wx[:, None, :] * Wg[None, :, None] - wb[None, :, :]  # all linear terms, then the fixed ones removed
+        al, be, ga, be1 = (t[a, b] * ra for t in (alpha, beta, gamma, beta1))  # (n', G')
+        wx = Xr @ W.T  # (n', k)
+        wb = Sr @ W.T  # (G', k)
+        # delta[q] = sum_{k in g} w_k W_j (x_j - b_kj), for path feature j = feats[q]: (n', G', k)
+        C = c[None, None, :] * Wr[None, :, None] + wb[None, :, :]  # constant part
+        D = wx[:, None, :] * Wr[None, :, None] - wb[None, :, :]  # all linear terms, then the fixed ones removed
         deltas = []
         for q in range(p):
             j = feats[q]
-            dq = (X[:, j][:, None] * Wg[None, :] - Sg[None, :, j])[:, :, None] * W[None, None, :, j]
+            dq = (Xr[:, j][:, None] * Wr[None, :] - Sr[None, :, j])[:, :, None] * W[None, None, :, j]
             deltas.append(dq)
             C = C + A[:, :, q, None] * dq
             D = D - (A[:, :, q] | Bm[:, :, q])[:, :, None] * dq
         # Free features: gamma * W_j (x_j Wg - S_gj), summed over patterns.
-        gsum = ga @ Wg  # (n,)
-        gS = ga @ Sg  # (n, d)
-        phi += (X * gsum[:, None] - gS)[:, :, None] * W.T[None, :, :]
+        gsum = ga @ Wr  # (n',)
+        gS = ga @ Sr  # (n', d)
+        part = (Xr * gsum[:, None] - gS)[:, :, None] * W.T[None, :, :]  # (n', d, k)
         for q in range(p):
             j = feats[q]
             Aq, Bq = A[:, :, q, None], Bm[:, :, q, None]
-            not_free = Aq | Bq
-            phi[:, j, :] -= (ga[:, :, None] * not_free * deltas[q]).sum(axis=1)
-            phi[:, j, :] += (Aq * (C * al[:, :, None] + D * ga[:, :, None])).sum(axis=1)
-            phi[:, j, :] -= (Bq * (C * be[:, :, None] + D * be1[:, :, None])).sum(axis=1)
+            part[:, j, :] -= (ga[:, :, None] * (Aq | Bq) * deltas[q]).sum(axis=1)
+            part[:, j, :] += (Aq * (C * al[:, :, None] + D * ga[:, :, None])).sum(axis=1)
+            part[:, j, :] -= (Bq * (C * be[:, :, None] + D * be1[:, :, None])).sum(axis=1)
+        phi[rows] += part
     return phi, base
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "attribution_agreement",
     "explain",
     "explain_policy",
+    "feature_ranking",
     "summarize_background",
     "teacher_agreement",
 ]
@@ -384,8 +385,11 @@ def _plan_permutation(d: int, budget: int, rng: np.random.Generator, weights: np
 
 
 def _plan_kernel(d: int, budget: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Kernel SHAP's coalitions (sizes enumerated from the outside in while they fit, the rest sampled in
-    complementary pairs) and the constrained weighted least squares as one linear operator."""
+    """Kernel SHAP's coalitions and the constrained weighted least squares as one linear operator.
+
+    As shap's ``KernelExplainer``: sizes are enumerated from the outside in (``s`` and ``d - s`` together)
+    while the share of the budget their kernel mass earns covers all their coalitions; the remaining sizes are
+    sampled in complementary pairs, each sample carrying an equal part of the remaining mass."""
     if d == 1:
         return np.array([[False], [True]]), np.array([[-1.0, 1.0]])
     budget = max(budget, 2 * d)
@@ -398,7 +402,8 @@ def _plan_kernel(d: int, budget: int, rng: np.random.Generator) -> tuple[np.ndar
     for s in range(1, d // 2 + 1):
         pair = {s, d - s}
         count = sum(math.comb(d, t) for t in pair)
-        if count > left:
+        remaining = sum(v for t, v in mass.items() if t not in complete)
+        if count > left * sum(mass[t] for t in pair) / remaining:
             break
         for t in pair:
             per = mass[t] / math.comb(d, t)
@@ -570,6 +575,22 @@ def explain(
                        method=est, exact=est == "exact", output="action", background_size=len(bg.data),
                        budget=int(len(masks)), seconds=time.perf_counter() - start,
                        info={"predict_rows_per_state": int(len(masks))})
+
+
+def feature_ranking(attr: Attribution) -> list[int]:
+    """Feature indices from the most to the least important over all actions: each action's importance is
+    divided by its total, so that every action weighs the same, then averaged.
+
+    >>> import numpy as np
+    >>> from interp_rl.kinds.linear import LinearProgram
+    >>> X = np.random.default_rng(0).normal(size=(50, 3))
+    >>> feature_ranking(explain(LinearProgram(intercept=[0.0, 0.0], coef=[[1.0, 0, 0], [0, 0, 100.0]]), X, X[:5]))
+    [0, 2, 1]
+    """
+    imp = attr.importance()
+    total = imp.sum(axis=0)
+    share = np.divide(imp, total, out=np.zeros_like(imp), where=total > 0)
+    return [int(i) for i in np.argsort(-share.mean(axis=1), kind="stable")]
 
 
 # -------------------------------------------------------------------------------------------------- agreement

@@ -157,6 +157,21 @@ def register_program(cls: P) -> P:
     return cls
 
 
+def widen_columns(a: np.ndarray, columns: Sequence[int], obs_dim: int) -> np.ndarray:
+    """``a`` with its last axis (one entry per feature read) scattered to ``columns`` of ``obs_dim`` entries
+    (zeros elsewhere): the coefficients of a program widened by :meth:`ProgramBase.widened`.
+
+    >>> widen_columns(np.array([[1.0, 2.0]]), [3, 0], 4)
+    array([[2., 0., 0., 1.]])
+    """
+    cols = [int(c) for c in columns]
+    if len(cols) != a.shape[-1] or len(set(cols)) != len(cols) or not all(0 <= c < obs_dim for c in cols):
+        raise ValueError(f"columns must be {a.shape[-1]} distinct indices in [0, {obs_dim}); got {cols}.")
+    out = np.zeros((*a.shape[:-1], obs_dim))
+    out[..., cols] = a
+    return out
+
+
 def float_out(v: float) -> float | str:
     """A bound for JSON: finite floats as they are, infinities as ``"inf"``/``"-inf"``."""
     return float(v) if math.isfinite(v) else ("inf" if v > 0 else "-inf")
@@ -231,6 +246,13 @@ class ProgramBase:
     def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> Program:
         """The same program with its pieces' parameters replaced (structure and bounds kept)."""
         raise TypeError(f"A {self.kind} program is not piecewise affine.")
+
+    def widened(self, columns: Sequence[int], obs_dim: int) -> Program:
+        """The same program reading a wider observation of ``obs_dim`` features: its feature ``i`` is column
+        ``columns[i]`` there, the other columns are ignored (a controller fitted on a subset of the sensors,
+        run on the full observation). Kinds implement it. With ``columns`` increasing, the actions are
+        bit-identical to the program's on those columns (terms are added in the same order)."""
+        raise TypeError(f"A {self.kind} program cannot be widened to more observation features.")
 
     @property
     def exact_shapley(self) -> bool:

@@ -209,3 +209,42 @@ def test_summarize_background_is_seeded():
     a, b = summarize_background(X, 8, seed=1), summarize_background(X, 8, seed=1)
     np.testing.assert_array_equal(a.data, b.data)
     assert a.data.shape == (8, 4) and a.weights.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("kind", ["tree", "linear", "mixture", "equations"])
+def test_widened_programs_read_their_columns_of_a_wider_observation(kind, data):
+    rng, X, B, w = data
+    program = {"tree": lambda: affine_tree(rng), "linear": lambda: LinearProgram(intercept=[0.5, -1.0],
+                                                                                 coef=rng.normal(size=(2, 5))),
+               "mixture": lambda: mixture(rng), "equations": equations}[kind]()
+    cols = [0, 2, 3, 6, 7]  # increasing: the kinds add terms in feature order, kept bit for bit
+    wide = program.widened(cols, 8)
+    Xw = rng.normal(size=(len(X), 8))
+    Xw[:, cols] = X
+    np.testing.assert_array_equal(wide.predict(Xw), program.predict(X))
+    assert wide.obs_dim == 8
+    phi = explain(wide, Xw, Xw[:3]).values
+    assert np.all(phi[:, [1, 4, 5], :] == 0)  # the columns it does not read get nothing
+    with pytest.raises(ValueError, match="distinct indices"):
+        program.widened([0, 0, 1, 2, 3], 8)
+
+
+def test_feature_subset_distils_from_the_teachers_top_features(teachers):
+    """Rank the Swimmer teacher's features by Shapley importance, distil a tree on the top 3 only: the
+    controller reads the full observation but splits and weighs only those 3."""
+    from distill import DAgger, FeatureSubset, TreePolicy
+    from interp_rl.attribution import feature_ranking
+    from interp_rl.rollouts import collect
+
+    t = teachers["sac_swimmer"]
+    visited = collect(t, t.env_fn, 400, seed=0).observations
+    top = feature_ranking(explain(t, visited[::4], summarize_background(visited, 4), method="kernel", budget=256))[:3]
+    student = FeatureSubset(student=TreePolicy(max_leaves=4), columns=top)
+    dagger = DAgger(student, n_iter=0, steps=500, seed=0, eval_episodes=1).fit(t, t.env_fn)
+    prog = dagger.student_.program_
+    used = set(prog.feature[prog.feature >= 0].tolist()) | set(np.flatnonzero(np.any(prog.coef != 0, axis=(0, 1))))
+    assert used and used <= set(top)
+    ctrl = dagger.student_.to_controller(t.feature_names)
+    assert ctrl.predict(visited[:5]).shape == (5, 2)
+    with pytest.raises(InvalidParameterError, match="The 'columns' parameter of FeatureSubset"):
+        FeatureSubset(student=TreePolicy(), columns=[9]).fit(visited, np.zeros((len(visited), 2)))

@@ -33,7 +33,7 @@ import numpy as np
 from interp_rl import _codegen as cg
 from interp_rl._shapley import product_terms_shapley
 from interp_rl.errors import ControllerFormatError
-from interp_rl.program import AffinePieces, ProgramBase, register_program
+from interp_rl.program import AffinePieces, ProgramBase, register_program, widen_columns
 
 if TYPE_CHECKING:
     from interp_rl.program import Controller
@@ -241,6 +241,14 @@ class EquationsProgram(ProgramBase):
                 v = fx if v is None else v * fx
             out[:, t] = v if v is not None else 1.0
         return out
+
+    def widened(self, columns: Sequence[int], obs_dim: int) -> EquationsProgram:
+        """The same equations, feature ``i`` read from column ``columns[i]`` of a wider observation."""
+        widen_columns(np.zeros(self.obs_dim), columns, obs_dim)  # checks the columns
+        cols = [int(c) for c in columns]
+        terms = [[(f, cols[j], arg) for f, j, arg in term] for term in self.terms]
+        return EquationsProgram(terms=terms, intercept=self.intercept, coef=self.coef, action_low=self.action_low,
+                                action_high=self.action_high, term_scale=self.term_scale, obs_dim_=obs_dim)
 
     exact_shapley = True
 

@@ -21,9 +21,11 @@ import numpy as np
 from interp_rl import _codegen as cg
 from interp_rl._shapley import tree_shapley
 from interp_rl.errors import ControllerFormatError
-from interp_rl.program import AffinePieces, ProgramBase, register_program
+from interp_rl.program import AffinePieces, ProgramBase, register_program, widen_columns
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from interp_rl.program import Controller
 
 __all__ = ["LinearProgram"]
@@ -104,6 +106,11 @@ class LinearProgram(ProgramBase):
     def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> LinearProgram:
         return LinearProgram(intercept=intercept[0], coef=coef[0], action_low=self.action_low,
                              action_high=self.action_high)
+
+    def widened(self, columns: Sequence[int], obs_dim: int) -> LinearProgram:
+        """The same equations, feature ``i`` read from column ``columns[i]`` of a wider observation."""
+        return LinearProgram(intercept=self.intercept, coef=widen_columns(self.coef, columns, obs_dim),
+                             action_low=self.action_low, action_high=self.action_high)
 
     exact_shapley = True
 

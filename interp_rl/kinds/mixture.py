@@ -38,7 +38,7 @@ from interp_rl._shapley import tree_shapley
 from interp_rl.errors import ControllerFormatError
 from interp_rl.kinds.linear import LinearProgram
 from interp_rl.kinds.tree import TreeProgram
-from interp_rl.program import AffinePieces, ProgramBase, register_program
+from interp_rl.program import AffinePieces, ProgramBase, register_program, widen_columns
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -313,6 +313,15 @@ class MixtureProgram(ProgramBase):
             t = _tanh(y).astype(np.float64)
             y = self.action_low + 0.5 * (t + 1.0) * (self.action_high - self.action_low)
         return y
+
+    def widened(self, columns: Sequence[int], obs_dim: int) -> MixtureProgram:
+        """Experts, router and routing trees reading column ``columns[i]`` of a wider observation for feature ``i``."""
+        linear = self.tree is None and self.score_trees is None
+        return dataclasses.replace(
+            self, expert_coef=widen_columns(self.expert_coef, columns, obs_dim),
+            router_coef=widen_columns(self.router_coef, columns, obs_dim) if linear else np.zeros((0, obs_dim)),
+            tree=None if self.tree is None else self.tree.widened(columns, obs_dim),
+            score_trees=None if self.score_trees is None else [t.widened(columns, obs_dim) for t in self.score_trees])
 
     @property
     def exact_shapley(self) -> bool:

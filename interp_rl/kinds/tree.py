@@ -26,7 +26,7 @@ from interp_rl import _codegen as cg
 from interp_rl._shapley import tree_shapley
 from interp_rl._validation import check_int
 from interp_rl.errors import ControllerFormatError, InvalidParameterError, bad_value
-from interp_rl.program import AffinePieces, ProgramBase, register_program
+from interp_rl.program import AffinePieces, ProgramBase, register_program, widen_columns
 
 if TYPE_CHECKING:
     from interp_rl.program import Controller
@@ -153,6 +153,13 @@ class TreeProgram(ProgramBase):
         labels = [f"leaf {number[n]}" if n in number else f"node {n}" for n in range(self.n_nodes)]
         leaves = sorted(number, key=number.__getitem__)
         return AffinePieces(self.apply, self.intercept.copy(), self.coef.copy(), labels, leaves)
+
+    def widened(self, columns: Sequence[int], obs_dim: int) -> TreeProgram:
+        """The tree reading column ``columns[i]`` of a wider observation wherever it read feature ``i``."""
+        coef = widen_columns(self.coef, columns, obs_dim)
+        cols = np.asarray([int(c) for c in columns], dtype=np.int64)
+        feature = np.where(self.feature >= 0, cols[np.maximum(self.feature, 0)], -1)
+        return self.replace(feature=feature, coef=coef)
 
     exact_shapley = True
 
