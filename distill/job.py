@@ -337,9 +337,12 @@ def run_job(
         if diff:
             raise InterpRLError(f"Cannot resume {str(out)!r} with different settings ({', '.join(diff)}).")
     begin = _start_student(method, estimator, teacher, start, features) if start is not None else None
+    subset = _top_features(estimator, teacher, resolved, begin is not None) if resolved["top_features"] else None
     out.mkdir(parents=True, exist_ok=True)
     config = {"method": method.name, "settings": resolved, "params": _jsonable(estimator.get_params(deep=True)),
               "task": teacher.task, "teacher": provenance or {}}
+    if subset is not None:
+        config["feature_subset"] = subset
     if begin is not None:
         config["start"] = str(start)
     atomic_write_text(out / CONFIG_FILE, json.dumps(json_safe(config), indent=1) + "\n")
@@ -380,6 +383,8 @@ def run_job(
         "tuning": estimator.tuning_,
         "rl": estimator.rl_,
     }
+    if subset is not None:
+        metrics["feature_subset"] = subset
     if estimator.scratch_:
         metrics["scratch"] = estimator.scratch_
     if estimator.sweep_:
@@ -413,6 +418,31 @@ def run_job(
     atomic_write_text(out / METRICS_FILE, json.dumps(json_safe(metrics), indent=1) + "\n")
     shutil.rmtree(ckpt, ignore_errors=True)
     return metrics
+
+
+def _top_features(estimator: Distillation, teacher: Teacher, resolved: dict[str, Any], started: bool
+                  ) -> dict[str, Any]:
+    """Make the student read only the teacher's ``top_features`` most important features (Shapley ranking on states
+    the teacher visits): its DAgger student is wrapped in :class:`~distill.subset.FeatureSubset`."""
+    from distill.subset import FeatureSubset
+    from distill.tree import TreePolicy
+    from interp_rl.attribution import teacher_ranking
+
+    k = resolved["top_features"]
+    if started or (estimator.scratch is not None and estimator.scratch.n_steps) or estimator.sweep:
+        what = "--start" if started else ("--sweep" if estimator.sweep else "training from scratch")
+        raise InterpRLError(f"--top-features chooses the features DAgger's student reads; it cannot be combined with "
+                            f"{what}.")
+    dagger = estimator.dagger or DAgger()
+    n_features = getattr(teacher, "obs_dim", None) or len(teacher.feature_names)
+    if k > n_features:
+        raise InterpRLError(f"--top-features {k} asks for more features than the teacher's {n_features}.")
+    ranking = teacher_ranking(teacher, seed=resolved["seed"])
+    columns = ranking["order"][:k]
+    estimator.dagger = dagger.set_params(student=FeatureSubset(student=dagger.student or TreePolicy(),
+                                                               columns=columns))
+    return {"k": k, "columns": sorted(columns), "features": [ranking["features"][i] for i in range(k)],
+            "ranking": ranking["features"]}
 
 
 def _start_student(method: Method, estimator: Distillation, teacher: Teacher, start: str | Path,

@@ -73,6 +73,8 @@ JOB_OPTIONS = (
     JobOption("fidelity_steps", 2000, "States (teacher- and controller-visited) for action fidelity."),
     JobOption("attribution_states", 200, "Teacher-visited states on which the Shapley importance of teacher and "
               "controller are compared (0: off).", low=0),
+    JobOption("top_features", 0, "Read only the teacher's this-many most important features by Shapley value "
+              "(0: all).", low=0),
 )
 
 

@@ -234,3 +234,24 @@ def test_explain_a_controller_and_a_teacher(swimmer_tree, shared_teachers, tmp_p
     assert attr.features[0] == "torso_yaw"
     code, _, stderr = _run("explain", "--policy", swimmer_tree, "--out", tmp_path / "x", "--method", "magic")
     assert code == 1 and stderr.strip().splitlines()[-1].startswith("Error: The 'method' parameter of")
+
+
+def test_distill_on_the_teachers_top_shapley_features(shared_teachers, tmp_path):
+    """`--top-features 2`: the controller reads only the teacher's two most important features (by Shapley
+    value), named in metrics.json, and its rules mention nothing else."""
+    zip_ = teacher_zip(shared_teachers, "sac", "Swimmer")
+    code, _, stderr = _run("distill", "linear", "--teacher", zip_, "--top-features", "2", "--iterations", "0",
+                           "--steps", "1000", "--eval-episodes", "1", "--attribution-states", "0", "--out",
+                           tmp_path / "lin")
+    assert code == 0, stderr
+    metrics = json.loads((tmp_path / "lin" / "metrics.json").read_text())
+    subset = metrics["feature_subset"]
+    assert subset["k"] == 2 and len(subset["ranking"]) == 8 and subset["features"] == subset["ranking"][:2]
+    assert metrics["attribution_agreement"] is None
+    rules = (tmp_path / "lin" / "rules.txt").read_text()
+    others = set(subset["ranking"][2:])
+    assert not any(re.search(rf"\*{name}\b", rules) for name in others)
+    assert all(re.search(rf"\*{name}\b", rules) for name in subset["features"])
+    code, _, stderr = _run("distill", "linear", "--teacher", zip_, "--top-features", "9", "--out", tmp_path / "x")
+    assert code == 1 and stderr.strip().splitlines()[-1] == (
+        "Error: --top-features 9 asks for more features than the teacher's 8.")
