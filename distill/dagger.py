@@ -244,15 +244,19 @@ class DAgger(BaseEstimator):
         return self.student if self.student is not None else TreePolicy()
 
     def _new_student(self, teacher: Teacher) -> Any:
+        """A clone of the student with ``action_low``/``action_high``/``random_state`` left at ``None`` filled from
+        the teacher and ``seed``; also those of a student wrapped by a meta-student (``student__random_state``
+        of :class:`~distill.subset.FeatureSubset`)."""
         student = clone(self._base_student())
-        params = student.get_params(deep=False)
+        given: dict[str, Any] = {"random_state": self.seed}
+        for name in ("action_low", "action_high"):
+            if hasattr(teacher, name):
+                given[name] = np.asarray(getattr(teacher, name), dtype=np.float64).tolist()
         fill: dict[str, Any] = {}
-        if "action_low" in params and params["action_low"] is None and hasattr(teacher, "action_low"):
-            fill["action_low"] = np.asarray(teacher.action_low, dtype=np.float64).tolist()
-        if "action_high" in params and params["action_high"] is None and hasattr(teacher, "action_high"):
-            fill["action_high"] = np.asarray(teacher.action_high, dtype=np.float64).tolist()
-        if "random_state" in params and params["random_state"] is None:
-            fill["random_state"] = self.seed
+        for key, value in student.get_params(deep=True).items():
+            *wrappers, name = key.split("__")
+            if value is None and name in given and all(w == "student" for w in wrappers):
+                fill[key] = given[name]
         return student.set_params(**fill) if fill else student
 
     def _fit_student(self, teacher: Teacher, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> Any:

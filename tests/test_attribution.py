@@ -244,6 +244,10 @@ def test_feature_subset_distils_from_the_teachers_top_features(teachers):
     prog = dagger.student_.program_
     used = set(prog.feature[prog.feature >= 0].tolist()) | set(np.flatnonzero(np.any(prog.coef != 0, axis=(0, 1))))
     assert used and used <= set(top)
+    # DAgger fills the wrapped student's seed and bounds: the same seed gives the same controller, clipped
+    again = DAgger(student, n_iter=0, steps=500, seed=0, eval_episodes=1).fit(t, t.env_fn).student_.program_
+    np.testing.assert_array_equal(again.intercept, prog.intercept)
+    np.testing.assert_array_equal(prog.action_high, t.action_high)
     ctrl = dagger.student_.to_controller(t.feature_names)
     assert ctrl.predict(visited[:5]).shape == (5, 2)
     with pytest.raises(InvalidParameterError, match="The 'columns' parameter of FeatureSubset"):
