@@ -162,26 +162,24 @@ def tree_shapley(
         al, be, ga, be1 = (t[a, b] * ra for t in (alpha, beta, gamma, beta1))  # (n', G')
         wx = Xr @ W.T  # (n', k)
         wb = Sr @ W.T  # (G', k)
-        # delta[q] = sum_{k in g} w_k W_j (x_j - b_kj), for path feature j = feats[q]: (n', G', k)
-        C = c[None, None, :] * Wr[None, :, None] + wb[None, :, :]  # constant part
-        D = wx[:, None, :] * Wr[None, :, None] - wb[None, :, :]  # all linear terms, then the fixed ones removed
-        deltas = []
-        for q in range(p):
-            j = feats[q]
-            dq = (Xr[:, j][:, None] * Wr[None, :] - Sr[None, :, j])[:, :, None] * W[None, None, :, j]
-            deltas.append(dq)
-            C = C + A[:, :, q, None] * dq
-            D = D - (A[:, :, q] | Bm[:, :, q])[:, :, None] * dq
-        # Free features: gamma * W_j (x_j Wg - S_gj), summed over patterns.
+        C = c[None, None, :] * Wr[None, :, None] + wb[None, :, :]  # constant part, (n', G', k)
         gsum = ga @ Wr  # (n',)
         gS = ga @ Sr  # (n', d)
+        # Free features: gamma * W_j (x_j Wg - S_gj), summed over patterns; path features corrected below.
         part = (Xr * gsum[:, None] - gS)[:, :, None] * W.T[None, :, :]  # (n', d, k)
-        for q in range(p):
-            j = feats[q]
-            Aq, Bq = A[:, :, q, None], Bm[:, :, q, None]
-            part[:, j, :] -= (ga[:, :, None] * (Aq | Bq) * deltas[q]).sum(axis=1)
-            part[:, j, :] += (Aq * (C * al[:, :, None] + D * ga[:, :, None])).sum(axis=1)
-            part[:, j, :] -= (Bq * (C * be[:, :, None] + D * be1[:, :, None])).sum(axis=1)
+        Af, Bf = A.astype(np.float64), Bm.astype(np.float64)
+        if np.any(W):
+            # delta[.., q, :] = sum_{k in g} w_k W_j (x_j - b_kj) for path feature j = feats[q]: (n', G', p, k)
+            delta = ((Xr[:, feats][:, None, :] * Wr[None, :, None] - Sr[:, feats][None, :, :])[..., None]
+                     * W[:, feats].T[None, None, :, :])
+            fixed = Af + Bf  # x's or the row's side taken: not free
+            C = C + np.einsum("ngq,ngqk->ngk", Af, delta)
+            D = wx[:, None, :] * Wr[None, :, None] - wb[None, :, :] - np.einsum("ngq,ngqk->ngk", fixed, delta)
+            part[:, feats, :] -= np.einsum("ngq,ngqk->nqk", fixed * ga[:, :, None], delta)
+            part[:, feats, :] += np.einsum("ngq,ngk->nqk", Af * ga[:, :, None], D)
+            part[:, feats, :] -= np.einsum("ngq,ngk->nqk", Bf * be1[:, :, None], D)
+        part[:, feats, :] += np.einsum("ngq,ngk->nqk", Af * al[:, :, None], C)
+        part[:, feats, :] -= np.einsum("ngq,ngk->nqk", Bf * be[:, :, None], C)
         phi[rows] += part
     return phi, base
 
