@@ -4,6 +4,7 @@ Run (each part writes its JSON under ``benchmarks/results/attribution/`` and ski
 
     python -m benchmarks.attribution_bench accuracy --teacher sac/Hopper-v3_1   # exact vs ours vs shap
     python -m benchmarks.attribution_bench speed --teacher sac/HalfCheetah-v3_1 # 1,000 states, trees too
+    python -m benchmarks.attribution_bench check --teacher ppo/HalfCheetah-v3_1 # error at the default budget
     python -m benchmarks.attribution_bench report
 
 Everything is measured on the states the teacher visits (5 episodes, seed 0) against 16 of them as the
@@ -160,6 +161,28 @@ def speed(teacher_name: str, n: int = 1000, exact_states: int = 10) -> None:
     _write(f"speed_{teacher_name.replace('/', '_')}.json", out)
 
 
+def check(teacher_name: str, n: int = 12) -> None:
+    """Both estimators at the default budget and twice it, 3 seeds each, against exact values of ``n`` states
+    (every coalition; one state at a time above 16 features)."""
+    from interp_rl.attribution import DEFAULT_BUDGET, explain
+
+    t = _teacher(teacher_name)
+    X, bg = _states(t, n)
+    d = X.shape[1]
+    ex = explain(t, X, bg, method="exact") if d <= 16 else _exact_big(t, X, bg)
+    rows = []
+    for method in ("kernel", "permutation"):
+        for b in (DEFAULT_BUDGET, 2 * DEFAULT_BUDGET):
+            for seed in (0, 1, 2):
+                a = explain(t, X, bg, method=method, budget=b, seed=seed)
+                rows.append({"estimator": method, "budget": b, "seed": seed, "rows_per_state": a.budget,
+                             "error": _err(a.values, ex.values)})
+                print(rows[-1], flush=True)
+    _write(f"check_{teacher_name.replace('/', '_')}.json",
+           {"teacher": teacher_name, "task": t.task, "states": n, "features": d, "background": len(bg),
+            "exact_seconds": ex.seconds, "rows": rows})
+
+
 def _exact_big(t: Any, X: np.ndarray, bg: np.ndarray) -> Any:
     """Exact values above the 16-feature cap, one state at a time (2^d coalitions each; slow, for checks)."""
     from interp_rl import attribution as at
@@ -194,6 +217,20 @@ def report() -> None:
             lines.append(f"| {r['estimator']} | {setting} | {r['rows_per_state']} | {r['seconds']:.2f} | "
                          f"{100 * r['error']:.1f}% |")
         lines.append("")
+    checks = sorted(OUT.glob("check_*.json"))
+    if checks:
+        lines += ["## Error against exact values, per teacher", "",
+                  "| teacher | features | states | estimator | predict rows per state | error (3 seeds) |",
+                  "|---|---:|---:|---|---:|---|"]
+        for p in checks:
+            d = json.loads(p.read_text())
+            for method in ("kernel", "permutation"):
+                for b in sorted({r["budget"] for r in d["rows"]}):
+                    sel = [r for r in d["rows"] if r["estimator"] == method and r["budget"] == b]
+                    lines.append(f"| {d['teacher']} | {d['features']} | {d['states']} | {method} | "
+                                 f"{int(np.mean([r['rows_per_state'] for r in sel]))} | "
+                                 + ", ".join(f"{100 * r['error']:.1f}%" for r in sel) + " |")
+        lines.append("")
     for p in sorted(OUT.glob("speed_*.json")):
         d = json.loads(p.read_text())
         lines += [f"## Speed: {d['teacher']} on {d['task']} ({d['states']} states, {d['features']} features)", ""]
@@ -221,7 +258,7 @@ def report() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=["accuracy", "speed", "report"])
+    parser.add_argument("part", choices=["accuracy", "speed", "check", "report"])
     parser.add_argument("--teacher", default="sac/Hopper-v3_1")
     parser.add_argument("--states", type=int, default=None)
     args = parser.parse_args()
@@ -229,6 +266,8 @@ def main() -> None:
         accuracy(args.teacher, args.states or 200)
     elif args.part == "speed":
         speed(args.teacher, args.states or 1000)
+    elif args.part == "check":
+        check(args.teacher, args.states or 12)
     else:
         report()
 
