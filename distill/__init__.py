@@ -6,7 +6,8 @@ A distiller receives a teacher (:class:`interp_rl.teachers.Teacher`) and an envi
 - Students (scikit-learn estimators on raw observations): :class:`TreePolicy` (a regression tree
   with constant or sparse-linear leaves), :class:`LinearPolicy` (sparse equations),
   :class:`MixturePolicy` (a top-1 mixture of sparse linear experts, SMOSE), :class:`SINDyPolicy`
-  (sparse equations over a pysindy library of terms).
+  (sparse equations over a pysindy library of terms), :class:`SILVERPolicy` (a discrete teacher's choice as a
+  linear argmax rule found through its Shapley values, SILVER).
 - :class:`FeatureSubset`: any of them fitted on some observation features only (the top-k of the
   teacher's Shapley ranking), run on the full observation.
 - :class:`DAgger`: learns any student from a teacher (behaviour cloning with ``n_iter=0``),
@@ -25,6 +26,7 @@ from distill.methods import METHODS, Method, Option, get_method, register_method
 from distill.moe import MixturePolicy
 from distill.prune import collapse_similar, cost_complexity_path, prune, prune_to_leaves
 from distill.rl import CriticTuner
+from distill.silver import SILVERPolicy
 from distill.sindy import SINDyPolicy
 from distill.subset import FeatureSubset
 from distill.tree import TreePolicy
@@ -40,6 +42,7 @@ __all__ = [
     "Method",
     "MixturePolicy",
     "Option",
+    "SILVERPolicy",
     "SINDyPolicy",
     "TreePolicy",
     "collapse_similar",

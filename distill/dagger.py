@@ -244,11 +244,12 @@ class DAgger(BaseEstimator):
         return self.student if self.student is not None else TreePolicy()
 
     def _new_student(self, teacher: Teacher) -> Any:
-        """A clone of the student with ``action_low``/``action_high``/``random_state`` left at ``None`` filled from
+        """A clone of the student with ``action_low``/``action_high``/``random_state`` (and ``teacher``, for a
+        student that reads the teacher itself, :class:`~distill.silver.SILVERPolicy`) left at ``None`` filled from
         the teacher and ``seed``; also those of a student wrapped by a meta-student (``student__random_state``
         of :class:`~distill.subset.FeatureSubset`)."""
         student = clone(self._base_student())
-        given: dict[str, Any] = {"random_state": self.seed}
+        given: dict[str, Any] = {"random_state": self.seed, "teacher": teacher}
         for name in ("action_low", "action_high"):
             if hasattr(teacher, name):
                 given[name] = np.asarray(getattr(teacher, name), dtype=np.float64).tolist()

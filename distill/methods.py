@@ -28,6 +28,7 @@ from distill.linear import LinearPolicy
 from distill.moe import MixturePolicy
 from distill.rl import CriticTuner
 from distill.scratch import ScratchTrainer
+from distill.silver import SILVERPolicy
 from distill.sindy import SINDyPolicy
 from distill.tree import TreePolicy
 from interp_rl._validation import check_int
@@ -379,4 +380,25 @@ register_method(Method(
         *_rl_options(),
     ),
     picture_note="edge width: typical size of the term in visited states",
+))
+
+register_method(Method(
+    name="silver",
+    description="argmax rule with a few coefficients through the teacher's Shapley values (SILVER; discrete tasks)",
+    size="max_terms",
+    make=lambda: Distillation(dagger=DAgger(SILVERPolicy(), n_iter=4)),
+    options=(
+        Option("clusters", ("dagger__student__clusters",), "How Shapley vectors are grouped before the boundary: "
+               "'actions' (by the teacher's class) or 'kmeans' (unsupervised, as the SILVER paper).", str),
+        Option("n_clusters", ("dagger__student__n_clusters",), "k-means clusters with --clusters kmeans (none: one "
+               "per class)."),
+        Option("C", ("dagger__student__C",), "Inverse L1 strength of the boundary in Shapley space (smaller: fewer "
+               "terms).", float),
+        Option("max_terms", ("dagger__student__max_terms",), "Features the rule may read (none: as the L1 boundary "
+               "leaves)."),
+        Option("shapley_states", ("dagger__student__shapley_states",), "Teacher-visited states whose Shapley values "
+               "are computed in each round."),
+        *_dagger_options(),
+    ),
+    picture_note="shading: share of visited states per class",
 ))

@@ -26,7 +26,7 @@ from envs.features import (
     action_features,
     layout_features,
 )
-from envs.wrappers import LayoutObservation
+from envs.wrappers import ClassScores, LayoutObservation
 from interp_rl.errors import InvalidParameterError, UnknownTaskError
 from interp_rl.program import Signal
 
@@ -99,8 +99,11 @@ class Task:
     static_obs: tuple[Signal, ...] = ()
     """Observation features of non-MuJoCo tasks."""
     static_actions: tuple[Signal, ...] = ()
-    """Action features of non-MuJoCo tasks."""
+    """Action features of non-MuJoCo tasks (for a discrete task, one score per class)."""
     max_episode_steps: int = 1000
+    discrete: bool = False
+    """The gymnasium task takes one of ``len(static_actions)`` classes; controllers give one score per class
+    and the highest is played (:class:`~envs.wrappers.ClassScores`)."""
 
     @property
     def is_mujoco(self) -> bool:
@@ -124,8 +127,13 @@ class Task:
             )
         return layout
 
-    def make(self, seed: int = 0, variant: EnvVariant | None = None, **kwargs: Any) -> gym.Env:
-        """Build the environment, seeded with ``seed``."""
+    def make(self, seed: int = 0, variant: EnvVariant | None = None, *, raw_actions: bool = False,
+             **kwargs: Any) -> gym.Env:
+        """Build the environment, seeded with ``seed``.
+
+        A discrete task takes class scores (:class:`~envs.wrappers.ClassScores`) unless ``raw_actions``, which
+        keeps gymnasium's ``Discrete`` space (what an SB3 agent trains on).
+        """
         variant = variant or EnvVariant()
         if variant.legacy_model:
             if self.legacy_model_file is None:
@@ -135,6 +143,8 @@ class Task:
                 )
             kwargs.setdefault("xml_file", _gym_asset(self.legacy_model_file))
         env = gym.make(self.id, **kwargs)
+        if self.discrete and not raw_actions:
+            env = ClassScores(env)
         layout = self._layout(variant)
         if layout is not None:
             env = LayoutObservation(env, layout)
@@ -221,6 +231,22 @@ TASKS: dict[str, Task] = {
                          Signal("theta_dot", "rad/s", "angular velocity")),
              static_actions=(Signal("torque", "N m", "torque on the pendulum, in [-2, 2]"),),
              max_episode_steps=200),
+        Task("CartPole-v1", "Classic cart-pole (not MuJoCo, discrete): push the cart left or right to keep the "
+             "pole up.",
+             static_obs=(Signal("cart_position", "m", "cart position (episode ends beyond +-2.4)"),
+                         Signal("cart_velocity", "m/s", "cart velocity"),
+                         Signal("pole_angle", "rad", "pole angle from upright (episode ends beyond +-0.21)"),
+                         Signal("pole_angular_velocity", "rad/s", "pole angular velocity")),
+             static_actions=(Signal("push_left", "score", "class 0: push the cart to the left"),
+                             Signal("push_right", "score", "class 1: push the cart to the right")),
+             max_episode_steps=500, discrete=True),
+        Task("MountainCar-v0", "Classic mountain car (not MuJoCo, discrete): rock the car up to the flag.",
+             static_obs=(Signal("car_position", "m", "position along the valley (flag at 0.5)"),
+                         Signal("car_velocity", "m/s", "velocity (within +-0.07)")),
+             static_actions=(Signal("accelerate_left", "score", "class 0: accelerate to the left"),
+                             Signal("coast", "score", "class 1: do not accelerate"),
+                             Signal("accelerate_right", "score", "class 2: accelerate to the right")),
+             max_episode_steps=200, discrete=True),
     ]
 }
 _ZOO_ALIASES = {z: t.id for t in TASKS.values() for z in t.zoo_ids}
@@ -276,14 +302,18 @@ def env_factory(task: str, variant: EnvVariant | None = None, **kwargs: Any) -> 
     return make
 
 
-def make_vec_env(task: str, n_envs: int, seed: int = 0, variant: EnvVariant | None = None) -> Any:
-    """An SB3 ``DummyVecEnv`` of ``n_envs`` copies seeded ``seed``, ``seed + 1``, ..."""
+def make_vec_env(task: str, n_envs: int, seed: int = 0, variant: EnvVariant | None = None, *,
+                 raw_actions: bool = False) -> Any:
+    """An SB3 ``DummyVecEnv`` of ``n_envs`` copies seeded ``seed``, ``seed + 1``, ...
+
+    ``raw_actions`` keeps a discrete task's ``Discrete`` space (for SB3 training) instead of class scores.
+    """
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     t = get_task(task)
     def factory(i: int) -> Callable[[], gym.Env]:
-        return lambda: Monitor(t.make(seed + i, variant))
+        return lambda: Monitor(t.make(seed + i, variant, raw_actions=raw_actions))
 
     venv = DummyVecEnv([factory(i) for i in range(n_envs)])
     venv.seed(seed)

@@ -54,8 +54,9 @@ ALGORITHMS: dict[str, tuple[str, str]] = {
     "tqc": ("sb3_contrib", "TQC"),
     "trpo": ("sb3_contrib", "TRPO"),
     "ars": ("sb3_contrib", "ARS"),
+    "dqn": ("stable_baselines3", "DQN"),
 }
-Q_ALGOS = frozenset({"sac", "td3", "ddpg", "tqc"})
+Q_ALGOS = frozenset({"sac", "td3", "ddpg", "tqc", "dqn"})
 V_ALGOS = frozenset({"ppo", "a2c", "trpo"})
 
 
@@ -102,6 +103,8 @@ def detect_algorithm(path: str | Path) -> str:
     module = str(data.get("policy_class", {}).get("__module__", ""))
     if ".sac." in module:
         return "sac"
+    if ".dqn." in module:
+        return "dqn"
     if ".tqc." in module:
         return "tqc"
     if ".ars." in module or "n_delta" in data:
@@ -167,7 +170,7 @@ def load_sb3_model(path: str | Path, algo: str | None = None) -> tuple[Any, str]
         "clip_range": lambda _: 0.0,
         "exploration_schedule": lambda _: 0.0,
     }
-    if algo in {"sac", "td3", "ddpg", "tqc"}:
+    if algo in {"sac", "td3", "ddpg", "tqc", "dqn"}:
         custom["buffer_size"] = 1
     try:
         with _old_gym_names():
@@ -303,6 +306,10 @@ def read_vecnormalize(path: str | Path) -> ObsNormalizer:
 class SB3Teacher:
     """A loaded SB3 agent: batched deterministic actions on *raw* observations.
 
+    An agent of a discrete task (``Discrete(n)`` actions: DQN, PPO, A2C on CartPole) acts in the toolkit's
+    class-score space (:class:`~envs.wrappers.ClassScores`): ``predict`` gives the one-hot vector of its
+    class, and :meth:`action_scores` the numbers it chose by (PPO/A2C: log-probabilities; DQN: Q-values).
+
     Inference runs on ``threads`` torch threads (default 1): the floating-point
     results of a network depend on how its sums are split across threads, and a
     MuJoCo rollout amplifies the last bit, so a fixed count keeps returns
@@ -351,17 +358,30 @@ class SB3Teacher:
         self.source = source
         self.variant = dict(variant or {})
         self.obs_dim = int(np.prod(model.observation_space.shape))
-        self.act_dim = int(np.prod(model.action_space.shape))
-        self.action_low = np.asarray(model.action_space.low, dtype=np.float64)
-        self.action_high = np.asarray(model.action_space.high, dtype=np.float64)
+        space = model.action_space
+        #: Number of classes of a discrete task's agent; 0 for continuous actions.
+        self.n_classes = int(space.n) if hasattr(space, "n") else 0
+        if self.n_classes:
+            self.act_dim = self.n_classes
+            self.action_low = np.zeros(self.n_classes)
+            self.action_high = np.ones(self.n_classes)
+        else:
+            self.act_dim = int(np.prod(space.shape))
+            self.action_low = np.asarray(space.low, dtype=np.float64)
+            self.action_high = np.asarray(space.high, dtype=np.float64)
 
     def __repr__(self) -> str:
         norm = ", normalised" if self.normalizer is not None else ""
         return f"SB3Teacher({self.algo.upper()} on {self.task}, obs {self.obs_dim}, act {self.act_dim}{norm})"
 
     @property
+    def discrete(self) -> bool:
+        """Whether the agent picks one of :attr:`n_classes` classes (its actions are one-hot class scores)."""
+        return self.n_classes > 0
+
+    @property
     def has_q(self) -> bool:
-        """Whether :meth:`q_values` is available (SAC, TD3, DDPG, TQC)."""
+        """Whether :meth:`q_values` is available (SAC, TD3, DDPG, TQC, DQN)."""
         return self.algo in Q_ALGOS
 
     @property
@@ -410,27 +430,56 @@ class SB3Teacher:
         arr, single = self._prepare(obs)
         with torch_threads(self.threads):
             actions, _ = self.model.predict(arr, deterministic=True)
+        if self.n_classes:
+            actions = np.eye(self.n_classes)[np.asarray(actions, dtype=np.int64).reshape(len(arr))]
         actions = np.asarray(actions, dtype=np.float64).reshape(len(arr), self.act_dim)
         actions = np.clip(actions, self.action_low, self.action_high)
         return actions[0] if single else actions
 
     act = predict
 
+    def action_scores(self, obs: np.ndarray) -> np.ndarray:
+        """What a discrete agent chooses its class by, shape ``(n, n_classes)``; ``predict`` plays the highest.
+
+        PPO, A2C, TRPO: the log-probability of each class; DQN: the Q-value of each class. Smooth in the
+        observation where the one-hot ``predict`` jumps, these are what attribution explains.
+        """
+        import torch as th
+
+        if not self.n_classes:
+            raise TeacherLoadError(
+                f"The {self.algo.upper()} teacher has continuous actions; action_scores() is for agents of a "
+                "discrete task (CartPole-v1, MountainCar-v0)."
+            )
+        arr, single = self._prepare(obs)
+        with th.no_grad(), torch_threads(self.threads):
+            o = th.as_tensor(arr)
+            if self.algo == "dqn":
+                out = self.model.q_net(o)
+            else:
+                out = self.model.policy.get_distribution(o).distribution.logits
+        scores = out.numpy().astype(np.float64)
+        return scores[0] if single else scores
+
     def q_values(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """The critic's Q(s, a), shape ``(n,)``, for raw ``obs`` and env-space ``actions``.
 
         SAC: minimum over the twin critics; TD3/DDPG: the first critic; TQC:
-        mean of the quantiles.
+        mean of the quantiles; DQN: the Q-value of the class with the highest score in ``actions``.
         """
         import torch as th
 
         if not self.has_q:
             raise TeacherLoadError(
-                f"The {self.algo.upper()} teacher has no Q-function (only SAC, TD3, DDPG and "
-                "TQC do); use value() for on-policy teachers."
+                f"The {self.algo.upper()} teacher has no Q-function (only SAC, TD3, DDPG, TQC "
+                "and DQN do); use value() for on-policy teachers."
             )
         arr, _ = self._prepare(obs)
         acts = np.asarray(actions, dtype=np.float64).reshape(len(arr), self.act_dim)
+        if self.algo == "dqn":
+            with th.no_grad(), torch_threads(self.threads):
+                q_all = self.model.q_net(th.as_tensor(arr)).numpy().astype(np.float64)
+            return q_all[np.arange(len(arr)), np.argmax(acts, axis=1)]
         scaled = self.model.policy.scale_action(acts).astype(np.float32)
         with th.no_grad(), torch_threads(self.threads):
             o = th.as_tensor(arr)

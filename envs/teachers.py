@@ -227,7 +227,8 @@ def load_teacher(
         if variant.obs_layout != "default" and idx.size and np.all(normalizer.var[idx] < 1e-6):
             variant = replace(variant, zero_contact_forces=True)
 
-    act_dim = int(np.prod(model.action_space.shape))
+    space = model.action_space
+    act_dim = int(space.n) if hasattr(space, "n") else int(np.prod(space.shape))
     n_act = len(task.action_features())
     if act_dim != n_act:
         raise ObservationError(

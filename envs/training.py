@@ -35,7 +35,7 @@ from interp_rl.rollouts import evaluate
 
 __all__ = ["TrainConfig", "TrainInterrupted", "default_hyperparams", "train_teacher"]
 
-_OFF_POLICY = {"sac", "td3", "ddpg", "tqc"}
+_OFF_POLICY = {"sac", "td3", "ddpg", "tqc", "dqn"}
 _ACTIVATIONS = {"relu": "ReLU", "tanh": "Tanh", "elu": "ELU", "leaky_relu": "LeakyReLU"}
 _EVAL_SEED_OFFSET = 1_000_000
 _SETTINGS = {"normalize", "n_envs", "noise_type", "noise_std", "policy"}
@@ -46,7 +46,7 @@ class TrainConfig:
     """Configuration of one ``interp-rl train`` run."""
 
     algo: str
-    """Algorithm: sac, td3, ddpg, tqc, ppo, a2c, trpo or ars."""
+    """Algorithm: sac, td3, ddpg, tqc, ppo, a2c, trpo, ars or dqn (dqn: discrete tasks only)."""
     task: str
     """Task id, e.g. ``InvertedPendulum-v5``."""
     steps: int
@@ -241,7 +241,7 @@ class _Run:
 
     def make_venv(self) -> Any:
         n_envs = int(self.hp.get("n_envs", 1))
-        venv = make_vec_env(self.task, n_envs, self.cfg.seed, self.cfg.env_variant())
+        venv = make_vec_env(self.task, n_envs, self.cfg.seed, self.cfg.env_variant(), raw_actions=True)
         if self.hp.get("normalize"):
             from stable_baselines3.common.vec_env import VecNormalize
 

@@ -162,7 +162,7 @@ def envs_show(
 @app.command()
 @cli_errors(resumable="flag")
 def train(
-    algo: Annotated[str, typer.Option(help="sac, td3, ddpg, tqc, ppo, a2c, trpo or ars.")],
+    algo: Annotated[str, typer.Option(help="sac, td3, ddpg, tqc, ppo, a2c, trpo, ars or dqn (discrete tasks).")],
     env: Annotated[str, typer.Option(help="Task id, e.g. InvertedPendulum-v5.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")],
     steps: Annotated[int, typer.Option(help="Total environment steps.")] = 20_000,
