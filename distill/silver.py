@@ -27,35 +27,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from distill._student import PolicyStudent
 from interp_rl._validation import check_int
-from interp_rl.errors import InvalidParameterError, bad_value
+from interp_rl.attribution import ClassScoreModel
+from interp_rl.errors import bad_value
 from interp_rl.kinds.mixture import MixtureProgram
 
-__all__ = ["ClassScoreModel", "SILVERPolicy"]
+__all__ = ["SILVERPolicy"]
 
 #: scikit-learn 1.8 asks for the L1 penalty as ``l1_ratio=1`` (``penalty`` is deprecated there).
 _L1: dict[str, Any] = ({"l1_ratio": 1.0} if tuple(int(p) for p in sklearn.__version__.split(".")[:2]) >= (1, 8)
                        else {"penalty": "l1"})
-
-
-class ClassScoreModel:
-    """A discrete teacher's class scores as a policy to explain: ``predict`` gives ``teacher.action_scores``.
-
-    ``predict`` of a discrete teacher is a one-hot vector, which jumps; its scores (log-probabilities,
-    Q-values) are what the choice is made from.
-    """
-
-    def __init__(self, teacher: Any) -> None:
-        if not callable(getattr(teacher, "action_scores", None)):
-            raise InvalidParameterError(
-                f"{type(teacher).__name__} has no action_scores(); SILVER explains the class scores of a teacher "
-                "with discrete actions (an SB3 agent of CartPole-v1 or MountainCar-v0)."
-            )
-        self.teacher = teacher
-        self.obs_dim = int(teacher.obs_dim)
-        self.feature_names = getattr(teacher, "feature_names", None)
-
-    def predict(self, obs: np.ndarray) -> np.ndarray:
-        return np.asarray(self.teacher.action_scores(obs), dtype=np.float64).reshape(len(obs), -1)
 
 
 class SILVERPolicy(PolicyStudent):
@@ -173,9 +153,12 @@ class SILVERPolicy(PolicyStudent):
         else:
             clf = LogisticRegression(C=float(self.C), solver="saga", max_iter=5000, tol=1e-6, random_state=seed,
                                      **_L1)
-            clf.fit(flat, target, sample_weight=S_w)
-            coef_phi, icpt = clf.coef_, clf.intercept_
-            boundary_acc = float(np.average(clf.predict(flat) == target, weights=S_w))
+            # One scale for every Shapley value (they share the score's unit), so C means the same for
+            # log-probabilities as for Q-values of any size.
+            scale = float(np.sqrt(np.mean(flat**2))) or 1.0
+            clf.fit(flat / scale, target, sample_weight=S_w)
+            coef_phi, icpt = clf.coef_ / scale, clf.intercept_
+            boundary_acc = float(np.average(clf.predict(flat / scale) == target, weights=S_w))
         # Scores over the rule's classes: binary logistic regression gives one score (class 1 against 0).
         if len(classes) == 2:
             coef_phi = np.vstack([np.zeros_like(coef_phi), coef_phi])

@@ -46,11 +46,13 @@ from interp_rl.io import atomic_write_text
 __all__ = [
     "METHODS",
     "Attribution",
+    "ClassScoreModel",
     "Background",
     "agreement",
     "attribution_agreement",
     "explain",
     "explain_policy",
+    "explained_model",
     "feature_ranking",
     "summarize_background",
     "teacher_agreement",
@@ -230,6 +232,38 @@ class Attribution:
                        budget=d.get("budget"), seconds=float(d.get("seconds", 0.0)), info=dict(d.get("info") or {}))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ControllerFormatError(f"{path} is not an attribution file written by interp-rl: {exc}") from None
+
+
+class ClassScoreModel:
+    """A discrete teacher's class scores as a policy to explain: ``predict`` gives ``teacher.action_scores``.
+
+    ``predict`` of a discrete teacher is the one-hot vector of its class, which jumps from state to state; its
+    scores (PPO/A2C/TRPO: log-probabilities; DQN: Q-values) are what it chooses by, and what attribution
+    explains for it (``interp-rl explain``, SILVER).
+    """
+
+    def __init__(self, teacher: Any) -> None:
+        if not callable(getattr(teacher, "action_scores", None)):
+            raise InvalidParameterError(
+                f"{type(teacher).__name__} has no action_scores(); class scores exist for teachers with discrete "
+                "actions (an SB3 agent of CartPole-v1 or MountainCar-v0)."
+            )
+        self.teacher = teacher
+        self.obs_dim = int(teacher.obs_dim)
+        self.feature_names = getattr(teacher, "feature_names", None)
+        self.unit = "Q-value" if getattr(teacher, "algo", "") == "dqn" else "log-probability"
+
+    def predict(self, obs: np.ndarray) -> np.ndarray:
+        X = np.asarray(obs, dtype=np.float64)
+        return np.asarray(self.teacher.action_scores(X), dtype=np.float64).reshape(len(X), -1)
+
+
+def explained_model(policy: Any) -> Any:
+    """What attribution explains of ``policy``: a discrete teacher's class scores (:class:`ClassScoreModel`),
+    anything else's own actions."""
+    if getattr(policy, "discrete", False) and callable(getattr(policy, "action_scores", None)):
+        return ClassScoreModel(policy)
+    return policy
 
 
 # ---------------------------------------------------------------------------------------------- policy access
@@ -664,7 +698,8 @@ def explain_policy(
     The policy runs ``episodes`` deterministic episodes (seeds ``seed, seed + 1, ...``); ``states`` of the
     visited states (drawn with ``seed``) are explained against ``background`` k-means centres of all of
     them, and the first episode (up to :data:`TIMELINE_STEPS` steps) is explained again, in time order, for
-    the timeline. Writes into ``out_dir``: ``attribution.json`` (every value), ``timeline.json``,
+    the timeline. A discrete teacher's class scores are explained (:func:`explained_model`), not its one-hot
+    choice. Writes into ``out_dir``: ``attribution.json`` (every value), ``timeline.json``,
     ``summary.json`` (estimator, timings, global importance per action, the ranking) and the figures
     (:func:`interp_rl.viz.attribution_figures`). Returns the summary.
     """
@@ -678,21 +713,23 @@ def explain_policy(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ran = run_episodes(policy, env_fn, range(seed, seed + episodes), record=True, task=task)
+    target = explained_model(policy)
     assert ran.rollout is not None
     visited = ran.rollout.observations
     rng = np.random.default_rng(seed)
     pick = np.sort(rng.choice(len(visited), size=min(states, len(visited)), replace=False))
     bg = summarize_background(visited, background, seed=seed)
     names = {"features": features, "actions": actions}
-    attr = explain(policy, visited[pick], bg, method=method, budget=budget, seed=seed, progress=progress, **names)
+    attr = explain(target, visited[pick], bg, method=method, budget=budget, seed=seed, progress=progress, **names)
     first = np.flatnonzero(ran.rollout.episodes == ran.rollout.episodes[0])[:TIMELINE_STEPS]
-    timeline = explain(policy, visited[first], bg, method=method, budget=budget, seed=seed, **names)
+    timeline = explain(target, visited[first], bg, method=method, budget=budget, seed=seed, **names)
     attr.save(out / "attribution.json")
     timeline.save(out / "timeline.json")
     figures = attribution_figures(attr, out, timeline=timeline, formats=formats)
     summary = {
         "task": task, "seed": seed, "episodes": episodes, "returns": [float(r) for r in ran.returns],
         "visited_states": int(len(visited)), "timeline_steps": int(len(first)),
+        "explained": f"class scores ({target.unit})" if isinstance(target, ClassScoreModel) else "actions",
         **attr.to_dict(values=False),
         "efficiency_gap": attr.efficiency_gap(),
         "ranking": {a: attr.ranking(k) for k, a in enumerate(attr.actions)},
@@ -755,7 +792,7 @@ def teacher_ranking(teacher: Any, *, n_states: int = 500, seed: int = 0) -> dict
     visited = collect(teacher, teacher.env_fn, 5 * n_states, seed).observations
     states = visited[np.sort(np.random.default_rng(seed).choice(len(visited), n_states, replace=False))]
     names = list(getattr(teacher, "feature_names", None) or [])
-    attr = explain(teacher, states, summarize_background(visited, 16, seed=seed), seed=seed,
+    attr = explain(explained_model(teacher), states, summarize_background(visited, 16, seed=seed), seed=seed,
                    features=names or None)
     order = feature_ranking(attr)
     imp = attr.importance()

@@ -518,6 +518,9 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
         ("% of teacher (worst episode)", f"{metrics['worst_percent_of_teacher']:.1f}"),
         ("fidelity R² (teacher states)", f"{metrics['fidelity_teacher_states']['r2']:.3f}"),
         (f"fidelity R² ({kind} states)", f"{metrics['fidelity_student_states']['r2']:.3f}"),
+        *([("same class as the teacher (teacher / own states)",
+            f"{metrics['fidelity_teacher_states']['agreement']:.1%} / {metrics['fidelity_student_states']['agreement']:.1%}")]
+          if "agreement" in metrics["fidelity_teacher_states"] else []),
         ("size", size),
         ("distillation seconds", f"{metrics['distill_seconds']:.0f}"),
     ]
@@ -667,7 +670,8 @@ def explain(
         summary = explain_policy(target, env_fn, out_dir, states=states, episodes=episodes, seed=seed,
                                  background=background, method=method, budget=budget, task=task, features=features,
                                  actions=actions, progress=lambda n: bar.advance(job, n))
-    table = Table(title=f"Most important features of the {kind} on {task} ({summary['method']}, "
+    what = "" if summary["explained"] == "actions" else f" for its {summary['explained']}"
+    table = Table(title=f"Most important features of the {kind} on {task}{what} ({summary['method']}, "
                         f"{summary['n_states']} states, {summary['seconds']:.1f} s)")
     table.add_column("action")
     table.add_column("features, most important first (mean |Shapley value|)")

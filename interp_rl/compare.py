@@ -41,12 +41,25 @@ def half_of_teacher(teacher_mean: float) -> float:
 
 
 def fidelity(student: Policy, observations: np.ndarray, teacher_actions: np.ndarray) -> dict[str, float]:
-    """R² and MSE of the student's actions against the teacher's on the given states."""
+    """R² and MSE of the student's actions against the teacher's on the given states; for class scores (a
+    discrete task: the teacher's actions are one-hot) also ``agreement``, the share of states where both pick
+    the same class.
+
+    >>> import numpy as np
+    >>> class Left:
+    ...     def predict(self, obs): return np.tile([1.0, 0.0], (len(obs), 1))
+    >>> fidelity(Left(), np.zeros((4, 3)), np.eye(2)[[0, 0, 1, 0]])["agreement"]
+    0.75
+    """
     from sklearn.metrics import mean_squared_error, r2_score
 
     pred = np.asarray(student.predict(observations)).reshape(teacher_actions.shape)
-    return {"r2": float(r2_score(teacher_actions, pred)),
-            "mse": float(mean_squared_error(teacher_actions, pred))}
+    out = {"r2": float(r2_score(teacher_actions, pred)),
+           "mse": float(mean_squared_error(teacher_actions, pred))}
+    T = np.asarray(teacher_actions, dtype=np.float64)
+    if T.ndim == 2 and T.shape[1] > 1 and len(T) and np.all((T == 0) | (T == 1)) and np.all(T.sum(axis=1) == 1):
+        out["agreement"] = float(np.mean(np.argmax(pred, axis=1) == np.argmax(T, axis=1)))
+    return out
 
 
 def compare(student: Policy, teacher: Policy, env_fn: Callable[[int], Any], *, episodes: int, seed: int,
