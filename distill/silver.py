@@ -26,7 +26,7 @@ import sklearn
 from sklearn.utils.validation import check_is_fitted
 
 from distill._student import PolicyStudent
-from interp_rl._validation import check_int
+from interp_rl._validation import check_choice, check_int
 from interp_rl.attribution import ClassScoreModel
 from interp_rl.errors import bad_value
 from interp_rl.kinds.mixture import MixtureProgram
@@ -51,8 +51,16 @@ class SILVERPolicy(PolicyStudent):
         States (drawn from the training data) whose Shapley values are computed.
     background : int, default=16
         k-means centres of the training states used as the Shapley background.
+    clusters : {"actions", "kmeans"}, default="actions"
+        How the Shapley vectors are grouped: by the class the teacher plays, or by k-means (the paper's
+        unsupervised step; each cluster then takes the class the teacher plays most in it).
     C : float, default=1.0
-        Inverse strength of the L1 penalty of the boundary; smaller gives fewer terms.
+        Inverse strength of the L1 penalty of the boundary (on Shapley values brought to unit scale); smaller
+        gives fewer terms.
+    boundary : {"shapley", "refit"}, default="shapley"
+        ``"shapley"``: the boundary found in Shapley space, carried back through per-feature affine fits of the
+        Shapley values (the paper's rule). ``"refit"``: the same features, the boundary fitted again on the raw
+        observations (logistic regression on the teacher's classes), which removes the error of the affine fits.
     max_terms : int, default=None
         Keep at most this many features in the rule (the ones whose terms vary most over the states).
     random_state : int, default=None
@@ -81,6 +89,7 @@ class SILVERPolicy(PolicyStudent):
         shapley_states: int = 1000,
         background: int = 16,
         C: float = 1.0,
+        boundary: str = "shapley",
         max_terms: int | None = None,
         random_state: int | None = None,
         action_low: Any = None,
@@ -92,6 +101,7 @@ class SILVERPolicy(PolicyStudent):
         self.shapley_states = shapley_states
         self.background = background
         self.C = C
+        self.boundary = boundary
         self.max_terms = max_terms
         self.random_state = random_state
         self.action_low = action_low
@@ -107,6 +117,8 @@ class SILVERPolicy(PolicyStudent):
             check_int(self.max_terms, "max_terms", owner)
         if not (isinstance(self.C, (int, float)) and np.isfinite(self.C) and self.C > 0):
             raise bad_value("C", owner, "a positive number", self.C)
+        check_choice(self.clusters, "clusters", owner, ("actions", "kmeans"))
+        check_choice(self.boundary, "boundary", owner, ("shapley", "refit"))
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> SILVERPolicy:
         """Fit the rule to teacher-visited states ``X`` and the teacher's one-hot classes ``y``."""
@@ -179,6 +191,8 @@ class SILVERPolicy(PolicyStudent):
             router_icpt = router_icpt + router_coef[:, drop] @ xm[drop]
             router_coef[:, drop] = 0.0
         router_coef[np.abs(router_coef) < 1e-12] = 0.0
+        if self.boundary == "refit" and len(classes) > 1:
+            router_icpt, router_coef = self._refit(X, labels, w, classes, router_coef, seed)
 
         experts = np.eye(n_cls)[classes]
         self.program_ = MixtureProgram(
@@ -197,6 +211,31 @@ class SILVERPolicy(PolicyStudent):
             "rule_terms": int(np.count_nonzero(router_coef)),
         }
         return self
+
+    def _refit(self, X: np.ndarray, labels: np.ndarray, w: np.ndarray, classes: np.ndarray,
+               mapped: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """The boundary fitted again on the raw features the Shapley-space rule kept (its intercepts, coefficients)."""
+        from sklearn.linear_model import LogisticRegression
+
+        used = np.flatnonzero(np.any(mapped != 0.0, axis=0))
+        coef = np.zeros_like(mapped)
+        keep = np.isin(labels, classes)
+        if not len(used) or len(np.unique(labels[keep])) < 2:
+            return np.zeros(len(classes)), coef
+        Z = X[keep][:, used]
+        mu, sd = Z.mean(axis=0), Z.std(axis=0)
+        sd[sd == 0] = 1.0
+        clf = LogisticRegression(C=float(self.C), max_iter=5000, tol=1e-8, random_state=seed)
+        clf.fit((Z - mu) / sd, labels[keep], sample_weight=w[keep])
+        raw = clf.coef_ / sd
+        icpt = clf.intercept_ - raw @ mu
+        if len(clf.classes_) == 2:
+            raw, icpt = np.vstack([np.zeros_like(raw), raw]), np.concatenate([[0.0], icpt])
+        rows = np.searchsorted(classes, clf.classes_)
+        out_icpt = np.full(len(classes), -1e6)  # a class the teacher never played there is never chosen
+        out_icpt[rows] = icpt
+        coef[np.ix_(rows, used)] = raw
+        return out_icpt, coef
 
     def fit_facts(self) -> dict[str, Any]:
         """How each step went: cluster purity, boundary accuracy in Shapley space, the rule's accuracy."""

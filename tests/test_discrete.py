@@ -179,6 +179,10 @@ def test_silver_recovers_a_linear_rule_through_shapley_values(rule_data: tuple[n
     assert km.fit_facts()["clusters"] == 4 and 0.5 <= km.fit_facts()["cluster_purity"] <= 1.0
     one = SILVERPolicy(teacher=teacher, max_terms=1, random_state=0).fit(X, Y)
     assert np.count_nonzero(one.program_.router_coef.any(axis=0)) == 1
+    # The refitted boundary reads the same features as the Shapley-space one.
+    refit = SILVERPolicy(teacher=teacher, boundary="refit", random_state=0).fit(X, Y)
+    np.testing.assert_array_equal(refit.program_.router_coef != 0, prog.router_coef != 0)
+    assert refit.fit_facts()["rule_accuracy"] >= 0.97
 
 
 def test_silver_through_dagger_on_the_real_task() -> None:
@@ -194,6 +198,8 @@ def test_silver_through_dagger_on_the_real_task() -> None:
     ({"teacher": object()}, "object has no action_scores()"),
     ({"teacher": RuleTeacher(), "C": 0.0}, "The 'C' parameter of SILVERPolicy must be a positive number"),
     ({"teacher": RuleTeacher(), "shapley_states": 0}, "shapley_states"),
+    ({"teacher": RuleTeacher(), "boundary": "svm"}, "The 'boundary' parameter of SILVERPolicy must be"),
+    ({"teacher": RuleTeacher(), "clusters": "dbscan"}, "The 'clusters' parameter of SILVERPolicy must be"),
 ])
 def test_silver_bad_input_is_one_line(rule_data: tuple[np.ndarray, np.ndarray], params: dict, line: str) -> None:
     X, Y = rule_data

@@ -198,7 +198,7 @@ def test_on_policy_values(teachers, key: str) -> None:
     assert np.all(np.isfinite(v))
     algo = t.algo.upper()
     with pytest.raises(TeacherLoadError, match=re.escape(
-        f"The {algo} teacher has no Q-function (only SAC, TD3, DDPG and TQC do); "
+        f"The {algo} teacher has no Q-function (only SAC, TD3, DDPG, TQC and DQN do); "
         "use value() for on-policy teachers."
     )):
         t.q_values(obs, t.predict(obs))
@@ -405,7 +405,7 @@ def test_wrong_algorithm_named(shared_teachers: Path) -> None:
 
 def test_unknown_algorithm() -> None:
     with pytest.raises(UnknownAlgorithmError, match=re.escape(
-        "Unknown algorithm 'dqnx'; expected one of sac, td3, ddpg, ppo, a2c, tqc, trpo, ars."
+        "Unknown algorithm 'dqnx'; expected one of sac, td3, ddpg, ppo, a2c, tqc, trpo, ars, dqn."
     )):
         algorithm_class("dqnx")
     from sb3_contrib import TRPO
