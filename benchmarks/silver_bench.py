@@ -4,8 +4,8 @@
     python -m benchmarks.silver_bench run --seeds 0 1 2
     python -m benchmarks.silver_bench report
 
-Teachers (trained here, seed 0, the shipped zoo hyperparameters, the policy with the best 20-episode
-checkpoint evaluation kept): DQN and PPO on CartPole-v1 and MountainCar-v0. For every teacher and seed
+Teachers (trained here with training seeds 0 and 1, the shipped zoo hyperparameters, the policy with the
+best 20-episode checkpoint evaluation kept): DQN and PPO on CartPole-v1 and MountainCar-v0. For every teacher and seed
 the registry's ``silver`` method is run in three forms (teacher-labelled clusters with the boundary carried
 back from Shapley space, the default; the same with the boundary refitted on the raw features; the paper's
 unsupervised k-means clusters), and a decision tree with 8 constant leaves as the baseline. Each controller
@@ -27,12 +27,13 @@ import numpy as np
 
 OUT = Path(__file__).resolve().parent / "results" / "silver"
 EPISODES = 20
-#: name -> (algo, task, steps, checkpoint every): the zoo's step budgets.
-TEACHERS: dict[str, tuple[str, str, int, int]] = {
-    "dqn-CartPole-v1": ("dqn", "CartPole-v1", 50_000, 2_500),
-    "ppo-CartPole-v1": ("ppo", "CartPole-v1", 100_000, 5_000),
-    "dqn-MountainCar-v0": ("dqn", "MountainCar-v0", 120_000, 6_000),
-    "ppo-MountainCar-v0": ("ppo", "MountainCar-v0", 1_000_000, 50_000),
+_BUDGETS = {("dqn", "CartPole-v1"): (50_000, 2_500), ("ppo", "CartPole-v1"): (100_000, 5_000),
+            ("dqn", "MountainCar-v0"): (120_000, 6_000), ("ppo", "MountainCar-v0"): (1_000_000, 50_000)}
+#: name -> (algo, task, steps, checkpoint every, training seed): the zoo's step budgets; a second training
+#: seed of every teacher checks that the recipe holds on agents it was not looked at with.
+TEACHERS: dict[str, tuple[str, str, int, int, int]] = {
+    f"{algo}-{task}" + (f"-seed{seed}" if seed else ""): (algo, task, steps, every, seed)
+    for seed in (0, 1) for (algo, task), (steps, every) in _BUDGETS.items()
 }
 #: variant -> (method, settings); the distillation budget is the same for all.
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -53,10 +54,10 @@ def _write(path: Path, data: dict[str, Any]) -> None:
 def train_teachers() -> None:
     from envs.training import TrainConfig, train_teacher
 
-    for name, (algo, task, steps, every) in TEACHERS.items():
+    for name, (algo, task, steps, every, seed) in TEACHERS.items():
         out = OUT / "teachers" / name
         t0 = time.perf_counter()
-        meta = train_teacher(TrainConfig(algo=algo, task=task, steps=steps, out=str(out), seed=0,
+        meta = train_teacher(TrainConfig(algo=algo, task=task, steps=steps, out=str(out), seed=seed,
                                          checkpoint_every=every, eval_episodes=20),
                              resume=(out / "checkpoint").is_dir() or (out / "teacher.json").is_file(),
                              progress_bar=False)
@@ -134,7 +135,8 @@ def report() -> None:
     lines = ["# SILVER on CartPole-v1 and MountainCar-v0", "",
              "Regenerate: `python -m benchmarks.silver_bench teachers`, `python -m benchmarks.silver_bench run "
              "--seeds 0 1 2`, `python -m benchmarks.silver_bench report`.", "",
-             "Teachers trained by `interp-rl train` (seed 0, the zoo's hyperparameters and step budgets, the best "
+             "Teachers trained by `interp-rl train` (training seeds 0 and 1: `-seed1` in the name; the zoo's "
+             "hyperparameters and step budgets, the best "
              "checkpoint by a 20-episode evaluation kept). Each controller is distilled with the method registry's "
              f"defaults (4 DAgger rounds of 10,000 steps for `silver`) and plays the same {EPISODES} episodes per "
              "seed as the teacher. Cells: mean return over seeds, % of teacher (`interp_rl.compare."

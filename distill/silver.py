@@ -163,7 +163,7 @@ class SILVERPolicy(PolicyStudent):
             icpt = np.zeros(1)
             boundary_acc = 1.0
         else:
-            clf = LogisticRegression(C=float(self.C), solver="saga", max_iter=5000, tol=1e-6, random_state=seed,
+            clf = LogisticRegression(C=float(self.C), solver="saga", max_iter=20_000, tol=1e-5, random_state=seed,
                                      **_L1)
             # One scale for every Shapley value (they share the score's unit), so C means the same for
             # log-probabilities as for Q-values of any size.

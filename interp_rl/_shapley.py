@@ -168,18 +168,20 @@ def tree_shapley(
         # Free features: gamma * W_j (x_j Wg - S_gj), summed over patterns; path features corrected below.
         part = (Xr * gsum[:, None] - gS)[:, :, None] * W.T[None, :, :]  # (n', d, k)
         Af, Bf = A.astype(np.float64), Bm.astype(np.float64)
+        AfT, BfT = Af.transpose(0, 2, 1), Bf.transpose(0, 2, 1)  # (n', p, G'): batched matmuls below
         if np.any(W):
-            # delta[.., q, :] = sum_{k in g} w_k W_j (x_j - b_kj) for path feature j = feats[q]: (n', G', p, k)
-            delta = ((Xr[:, feats][:, None, :] * Wr[None, :, None] - Sr[:, feats][None, :, :])[..., None]
-                     * W[:, feats].T[None, None, :, :])
+            # The path features' part, sum_{k in g} w_k W_j (x_j - b_kj) for j = feats[q], factors as
+            # E[n, g, q] * Wp[q, :] with E = x_j Wg - S_gj: contracted by matmuls, never built as (n', G', p, k).
+            E = Xr[:, feats][:, None, :] * Wr[None, :, None] - Sr[:, feats][None, :, :]  # (n', G', p)
+            Wp = W[:, feats].T  # (p, k)
             fixed = Af + Bf  # x's or the row's side taken: not free
-            C = C + np.einsum("ngq,ngqk->ngk", Af, delta)
-            D = wx[:, None, :] * Wr[None, :, None] - wb[None, :, :] - np.einsum("ngq,ngqk->ngk", fixed, delta)
-            part[:, feats, :] -= np.einsum("ngq,ngqk->nqk", fixed * ga[:, :, None], delta)
-            part[:, feats, :] += np.einsum("ngq,ngk->nqk", Af * ga[:, :, None], D)
-            part[:, feats, :] -= np.einsum("ngq,ngk->nqk", Bf * be1[:, :, None], D)
-        part[:, feats, :] += np.einsum("ngq,ngk->nqk", Af * al[:, :, None], C)
-        part[:, feats, :] -= np.einsum("ngq,ngk->nqk", Bf * be[:, :, None], C)
+            C = C + (Af * E) @ Wp
+            D = wx[:, None, :] * Wr[None, :, None] - wb[None, :, :] - (fixed * E) @ Wp
+            part[:, feats, :] -= np.sum(fixed * E * ga[:, :, None], axis=1)[:, :, None] * Wp[None, :, :]
+            part[:, feats, :] += (AfT * ga[:, None, :]) @ D
+            part[:, feats, :] -= (BfT * be1[:, None, :]) @ D
+        part[:, feats, :] += (AfT * al[:, None, :]) @ C
+        part[:, feats, :] -= (BfT * be[:, None, :]) @ C
         phi[rows] += part
     return phi, base
 

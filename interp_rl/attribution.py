@@ -243,10 +243,12 @@ class ClassScoreModel:
     """
 
     def __init__(self, teacher: Any) -> None:
-        if not callable(getattr(teacher, "action_scores", None)):
+        if not callable(getattr(teacher, "action_scores", None)) or not getattr(teacher, "discrete", True):
+            what = (f"the {str(getattr(teacher, 'algo', '')).upper()} teacher of {teacher.task} has continuous actions"
+                    if hasattr(teacher, "action_scores") else f"{type(teacher).__name__} has no action_scores()")
             raise InvalidParameterError(
-                f"{type(teacher).__name__} has no action_scores(); class scores exist for teachers with discrete "
-                "actions (an SB3 agent of CartPole-v1 or MountainCar-v0)."
+                f"Class scores exist for teachers with discrete actions (an SB3 agent of CartPole-v1 or "
+                f"MountainCar-v0); {what}."
             )
         self.teacher = teacher
         self.obs_dim = int(teacher.obs_dim)

@@ -144,6 +144,8 @@ def test_explain_a_discrete_teacher_explains_its_class_scores(tiny_teachers: dic
     assert "class scores (Q-value)" in res.output
     with pytest.raises(InterpRLError, match="no action_scores"):
         ClassScoreModel(object())
+    with pytest.raises(InterpRLError, match="the SAC teacher of Pendulum-v1 has continuous actions"):
+        ClassScoreModel(_continuous_teacher())
 
 
 # ------------------------------------------------------------------------------------------------ SILVER
