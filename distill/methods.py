@@ -394,8 +394,8 @@ register_method(Method(
                "per class)."),
         Option("C", ("dagger__student__C",), "Inverse L1 strength of the boundary in Shapley space (smaller: fewer "
                "terms).", float),
-        Option("boundary", ("dagger__student__boundary",), "'shapley' (the boundary carried back from Shapley "
-               "space, as the paper) or 'refit' (refitted on the raw features it kept).", str),
+        Option("boundary", ("dagger__student__boundary",), "'refit' (the boundary refitted on the raw features the "
+               "Shapley-space rule kept) or 'shapley' (carried back from Shapley space as it is, as the paper).", str),
         Option("max_terms", ("dagger__student__max_terms",), "Features the rule may read (none: as the L1 boundary "
                "leaves)."),
         Option("shapley_states", ("dagger__student__shapley_states",), "Teacher-visited states whose Shapley values "

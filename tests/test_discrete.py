@@ -158,13 +158,14 @@ def rule_data() -> tuple[np.ndarray, np.ndarray]:
 def test_silver_recovers_a_linear_rule_through_shapley_values(rule_data: tuple[np.ndarray, np.ndarray]) -> None:
     X, Y = rule_data
     teacher = RuleTeacher()
-    s = SILVERPolicy(teacher=teacher, random_state=0).fit(X, Y)
+    s = SILVERPolicy(teacher=teacher, boundary="shapley", random_state=0).fit(X, Y)
     prog = s.program_
     assert isinstance(prog, MixtureProgram) and prog.router == "linear"
     facts = s.fit_facts()
     assert facts["shapley_method"] == "exact" and facts["cluster_purity"] == 1.0
     assert facts["rule_accuracy"] >= 0.97, facts
-    # The rule reads what the teacher reads: pole angle and angular velocity, in the teacher's proportion.
+    # Carried back from Shapley space, the rule reads what the teacher reads: pole angle and angular
+    # velocity, in the teacher's proportion (the Shapley values of linear scores are affine in their feature).
     w = prog.router_coef[1] - prog.router_coef[0]
     assert np.all(np.abs(w[:2]) < 0.05 * np.abs(w[2])), w
     assert w[3] / w[2] == pytest.approx(0.3, rel=0.1)
@@ -175,14 +176,14 @@ def test_silver_recovers_a_linear_rule_through_shapley_values(rule_data: tuple[n
     attr = explain(prog, X[:20], X[:8], method="exact")
     assert attr.efficiency_gap() < 1e-9
     # Reproducible, and the paper's unsupervised clusters run too.
-    again = SILVERPolicy(teacher=teacher, random_state=0).fit(X, Y)
+    again = SILVERPolicy(teacher=teacher, boundary="shapley", random_state=0).fit(X, Y)
     np.testing.assert_array_equal(again.program_.router_coef, prog.router_coef)
     km = SILVERPolicy(teacher=teacher, clusters="kmeans", n_clusters=4, random_state=0).fit(X, Y)
     assert km.fit_facts()["clusters"] == 4 and 0.5 <= km.fit_facts()["cluster_purity"] <= 1.0
-    one = SILVERPolicy(teacher=teacher, max_terms=1, random_state=0).fit(X, Y)
+    one = SILVERPolicy(teacher=teacher, boundary="shapley", max_terms=1, random_state=0).fit(X, Y)
     assert np.count_nonzero(one.program_.router_coef.any(axis=0)) == 1
-    # The refitted boundary reads the same features as the Shapley-space one.
-    refit = SILVERPolicy(teacher=teacher, boundary="refit", random_state=0).fit(X, Y)
+    # The refitted boundary (the default) reads the same features as the Shapley-space one.
+    refit = SILVERPolicy(teacher=teacher, random_state=0).fit(X, Y)
     np.testing.assert_array_equal(refit.program_.router_coef != 0, prog.router_coef != 0)
     assert refit.fit_facts()["rule_accuracy"] >= 0.97
 
