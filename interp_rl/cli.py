@@ -519,7 +519,8 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
         ("fidelity R² (teacher states)", f"{metrics['fidelity_teacher_states']['r2']:.3f}"),
         (f"fidelity R² ({kind} states)", f"{metrics['fidelity_student_states']['r2']:.3f}"),
         *([("same class as the teacher (teacher / own states)",
-            f"{metrics['fidelity_teacher_states']['agreement']:.1%} / {metrics['fidelity_student_states']['agreement']:.1%}")]
+            f"{metrics['fidelity_teacher_states']['agreement']:.1%} / "
+            f"{metrics['fidelity_student_states']['agreement']:.1%}")]
           if "agreement" in metrics["fidelity_teacher_states"] else []),
         ("size", size),
         ("distillation seconds", f"{metrics['distill_seconds']:.0f}"),
