@@ -68,6 +68,7 @@ def train_teachers() -> None:
 
 def run(seeds: list[int], only: list[str] | None = None) -> None:
     from distill.methods import METHODS
+    from envs import task_signals
     from envs.teachers import load_teacher
     from interp_rl.compare import fidelity
     from interp_rl.rollouts import collect, evaluate
@@ -86,7 +87,7 @@ def run(seeds: list[int], only: list[str] | None = None) -> None:
                 est = m.build(m.resolve({**settings, "seed": seed}))
                 est.fit(teacher)
                 student = est.student_
-                ctrl = student.to_controller(teacher.feature_names, task=teacher.task)
+                ctrl = student.to_controller(*task_signals(teacher.task), task=teacher.task)
                 ev = evaluate(ctrl, teacher.env_fn, EPISODES, seed=10_000 + seed)
                 facts = getattr(student, "fit_facts", dict)()
                 rec = {"teacher": name, "task": teacher.task, "algo": teacher.algo, "variant": variant,
@@ -172,14 +173,17 @@ def report() -> None:
             row.append(f"{ret:.1f} = {pct:.0f}% [{worst:.0f}], {agree:.0%} same class ({len(sel)} seeds)")
         lines.append(f"| {t} | " + " | ".join(row) + " |")
     lines += ["", "## Size and the steps of SILVER", "",
-              "| teacher | variant | non-zero parameters | cluster purity | boundary accuracy (Shapley space) | "
+              "Parameters: the rule's non-zero coefficients and intercepts (SILVER), the tree's thresholds and leaf "
+              "values (`size()['parameters']`).", "",
+              "| teacher | variant | parameters | cluster purity | boundary accuracy (Shapley space) | "
               "rule accuracy (training states) |", "|---|---|---:|---:|---:|---:|"]
     for t in teachers:
         for v in variants:
             sel = [r for r in recs if r["teacher"] == t and r["variant"] == v]
             if not sel:
                 continue
-            nz = f"{min(r['nonzero_parameters'] for r in sel)}–{max(r['nonzero_parameters'] for r in sel)}"
+            counts = [r["nonzero_parameters"] if r["method"] == "silver" else r["size"]["parameters"] for r in sel]
+            nz = f"{min(counts)}–{max(counts)}" if min(counts) != max(counts) else str(counts[0])
             f = [r["fit_facts"] for r in sel]
             if f and "cluster_purity" in f[0]:
                 vals = [f"{np.mean([x[k] for x in f]):.3f}" for k in ("cluster_purity", "boundary_accuracy",
