@@ -20,7 +20,8 @@ Estimators (``method=``):
   them; here one set of coalitions serves every state, so the whole batch is a few large ``predict``
   calls and one linear map instead of a regression per state.
 * ``"permutation"`` -- antithetic permutation sampling (each permutation walked forwards and
-  backwards, as shap's ``PermutationExplainer``), batched the same way.
+  backwards, as shap's ``PermutationExplainer``), the permutations drawn from orthogonal spherical codes
+  (Mitchell et al. 2022) rather than independently, batched the same way.
 
 ``budget`` is the number of coalitions evaluated per state (``kernel``/``permutation``); each costs
 one ``predict`` row per background row.
@@ -389,11 +390,30 @@ def _over_background(masks: np.ndarray, op: np.ndarray, weights: np.ndarray) -> 
     return plan
 
 
+def _orthogonal_permutations(d: int, n: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """``n`` permutations of ``d`` features from orthogonal spherical codes (Mitchell et al., 2022, "Sampling
+    permutations for Shapley value estimation"): blocks of ``d - 1`` orthonormal random directions in the
+    subspace orthogonal to ``(1, ..., 1)``, each read as the order that sorts it. Within a block the orders are
+    spread out rather than independent; on the Hopper teachers this lowers the permutation estimate's error by
+    11-13% at the same budget (``benchmarks/results/attribution``). ``d < 3``: plain random permutations."""
+    if d < 3:
+        return [rng.permutation(d) for _ in range(n)]
+    out: list[np.ndarray] = []
+    while len(out) < n:
+        G = rng.normal(size=(d - 1, d))
+        G -= G.mean(axis=1, keepdims=True)
+        Q, R = np.linalg.qr(G.T)  # (d, d - 1): orthonormal columns, each orthogonal to the ones vector
+        Q = Q * np.where(np.diag(R) < 0, -1.0, 1.0)  # QR fixes signs by the data; undone, each column is uniform
+        out += [np.argsort(Q[:, j], kind="stable") for j in range(d - 1)]
+    return out[:n]
+
+
 def _plan_permutation(d: int, budget: int, rng: np.random.Generator, weights: np.ndarray) -> _Plan:
     """Antithetic permutation walks, each against one background row.
 
     A walk adds the features of a permutation one at a time to the state's side, the others taken from
-    one background row ``b``; its marginal contributions sum to ``f(x) - f(b)``. Walks come in
+    one background row ``b``; its marginal contributions sum to ``f(x) - f(b)``. The permutations come from
+    orthogonal spherical codes (:func:`_orthogonal_permutations`), each uniformly distributed. Walks come in
     forward/backward pairs (``2 (d - 1)`` coalitions per pair, within ``budget`` per state) and the rows
     are stratified: every row gets at least one pair, the pairs are spread in proportion to the weights,
     and a walk on row ``k`` weighs ``w_k / walks_k``. So the estimate is unbiased and exactly efficient.
@@ -408,8 +428,7 @@ def _plan_permutation(d: int, budget: int, rng: np.random.Generator, weights: np
     plan = _Plan(d, m)
     for k in range(m):
         wt = weights[k] / (2 * alloc[k])
-        for _ in range(alloc[k]):
-            perm = rng.permutation(d)
+        for perm in _orthogonal_permutations(d, int(alloc[k]), rng):
             for order in (perm, perm[::-1]):
                 mask = np.zeros(d, bool)
                 for i in order:
