@@ -230,3 +230,16 @@ def test_cli_distill_silver_writes_a_rule_controller(tiny_teachers: dict[str, Pa
     exec((out / "controller.py").read_text(), ns)  # noqa: S102 - our own generated module
     x = collect(RuleTeacher(), RuleTeacher.env_fn, 20, 0).observations
     np.testing.assert_array_equal(np.array([ns["act"](list(o)) for o in x]), ctrl.predict(x))
+
+
+def test_cli_distill_silver_on_a_continuous_teacher_is_one_line(tmp_path: Path) -> None:
+    from stable_baselines3 import SAC
+
+    SAC("MlpPolicy", envs.make_env("Pendulum-v1", 0), seed=0, device="cpu").save(tmp_path / "sac.zip")
+    res = runner.invoke(app, ["distill", "silver", "--teacher", str(tmp_path / "sac.zip"), "--env", "Pendulum-v1",
+                              "--out", str(tmp_path / "out"), "--iterations", "0", "--steps", "200"])
+    assert res.exit_code != 0
+    assert res.output.strip().splitlines()[-1] == (
+        "Error: Class scores exist for teachers with discrete actions (an SB3 agent of CartPole-v1 or "
+        "MountainCar-v0); the SAC teacher of Pendulum-v1 has continuous actions.")
+    assert not (tmp_path / "out" / "controller.json").exists()
