@@ -11,8 +11,9 @@ Estimators (``method=``):
 
 * ``"auto"`` -- the program's exact rule where its kind has one (trees with constant or affine leaves,
   linear policies, mixtures routed by a tree, SINDy equations; they explain the output *before*
-  clipping, ``output="raw"``), else ``"permutation"`` (the lower error per ``predict`` row on Hopper and
-  HalfCheetah teachers: ``benchmarks/results/attribution/report.md``).
+  clipping, ``output="raw"``), else ``"kernel"`` where the budget covers a quarter of all coalitions and
+  ``"permutation"`` elsewhere (:func:`auto_estimator`: the lower error per ``predict`` row on the Hopper and
+  on the HalfCheetah/Walker2d teachers: ``benchmarks/results/attribution/report.md``).
 * ``"program"`` -- that exact rule, or an error naming why there is none.
 * ``"exact"`` -- all ``2^d`` coalitions evaluated on ``predict`` (the reference; ``d <= 16``).
 * ``"kernel"`` -- Kernel SHAP (Lundberg & Lee 2017) with the efficiency constraint, paired sampling
@@ -29,10 +30,11 @@ one ``predict`` row per background row.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -64,8 +66,14 @@ __all__ = [
 METHODS = ("auto", "program", "exact", "kernel", "permutation")
 #: ``exact`` enumerates ``2^d`` coalitions; above this many features it is refused.
 MAX_EXACT_FEATURES = 16
-#: Default coalitions per state for the sampling estimators (see the attribution benchmark).
-DEFAULT_BUDGET = 8192
+#: Default ``predict`` rows per state for the sampling estimators: enough for a mean absolute error of at most
+#: 5% of the mean |phi| on every Hopper teacher (see the attribution benchmark).
+DEFAULT_BUDGET = 16384
+#: With ``method="auto"``, Kernel SHAP when its coalitions cover at least this share of all ``2^d`` (it then
+#: enumerates most coalition sizes in full and beats permutations), else permutation sampling.
+KERNEL_COVERAGE = 0.25
+#: Torch threads of a teacher's network inside :func:`explain` (the targets' machine has 2 cores).
+EXPLAIN_THREADS = 2
 _ROWS_PER_CALL = 200_000  # predict rows per call (memory ~ rows * obs_dim * 8 bytes)
 
 
@@ -390,6 +398,34 @@ def _over_background(masks: np.ndarray, op: np.ndarray, weights: np.ndarray) -> 
     return plan
 
 
+def auto_estimator(d: int, budget: int, background: int) -> str:
+    """The sampling estimator ``method="auto"`` picks for ``d`` features, ``budget`` rows per state and
+    ``background`` rows: ``"kernel"`` when its coalitions (``budget / background`` per state) cover at least
+    :data:`KERNEL_COVERAGE` of the ``2^d``, else ``"permutation"``. On the shared teachers Kernel SHAP had the
+    lower error at 11 features (Hopper) and permutations at 17-18 (``benchmarks/results/attribution``).
+
+    >>> auto_estimator(11, 16384, 16), auto_estimator(17, 16384, 16)
+    ('kernel', 'permutation')
+    """
+    coalitions = budget // max(1, background)
+    return "kernel" if d < 63 and coalitions >= KERNEL_COVERAGE * (1 << d) else "permutation"
+
+
+@contextlib.contextmanager
+def _torch_threads_of(policy: Any, threads: int | None) -> Iterator[None]:
+    """Run a teacher's network (a policy with an integer ``threads``) on ``threads`` torch threads meanwhile."""
+    owner = getattr(policy, "teacher", policy)  # ClassScoreModel: the teacher inside
+    old = getattr(owner, "threads", None)
+    if threads is None or not isinstance(old, int) or isinstance(old, bool):
+        yield
+        return
+    owner.threads = check_int(threads, "threads", "explain")
+    try:
+        yield
+    finally:
+        owner.threads = old
+
+
 def _orthogonal_permutations(d: int, n: int, rng: np.random.Generator) -> list[np.ndarray]:
     """``n`` permutations of ``d`` features from orthogonal spherical codes (Mitchell et al., 2022, "Sampling
     permutations for Shapley value estimation"): blocks of ``d - 1`` orthonormal random directions in the
@@ -535,6 +571,7 @@ def explain(
     features: Sequence[str] | None = None,
     actions: Sequence[str] | None = None,
     progress: Any = None,
+    threads: int | None = EXPLAIN_THREADS,
 ) -> Attribution:
     """Shapley values of ``policy``'s actions at ``states`` against ``background``.
 
@@ -549,14 +586,18 @@ def explain(
     method : {'auto', 'program', 'exact', 'kernel', 'permutation'}
         See the module docstring.
     budget : int, optional
-        Coalitions per state for ``kernel``/``permutation`` (default 512, and never more than ``2^d``:
-        a budget that covers every coalition gives the exact values).
+        ``predict`` rows per state for ``kernel``/``permutation`` (default :data:`DEFAULT_BUDGET`; a budget
+        that covers every coalition against every background row gives the exact values).
     seed : int
         Seeds the sampled coalitions; the same seed gives the same values.
     features, actions : list of str, optional
         Names (default: the policy's ``feature_names``/``action_names``, else ``obs_i``/``action_i``).
     progress : callable, optional
         Called with the number of states finished after each batch (a progress bar's ``update``).
+    threads : int or None, default=EXPLAIN_THREADS
+        Torch threads of a teacher's network while its coalitions are evaluated (an SB3 teacher runs its
+        rollouts on one, for returns that repeat bit for bit; the big batches here gain from more). ``None``
+        keeps the teacher's own. The same count gives the same values.
 
     Returns
     -------
@@ -606,11 +647,11 @@ def explain(
                            features=feats, actions=acts, method=f"{program.kind}-exact", exact=True, output="raw",
                            background_size=len(bg.data), seconds=time.perf_counter() - start)
 
-    est = "permutation" if method == "auto" else method
     rng = np.random.default_rng(seed)
     if budget is not None:
         budget = check_int(budget, "budget", "explain", low=2)
     b = DEFAULT_BUDGET if budget is None else budget
+    est = auto_estimator(d, b, len(bg.data)) if method == "auto" else method
     if est == "exact" or (d <= MAX_EXACT_FEATURES and b >= (1 << d) * len(bg.data)):
         if d > MAX_EXACT_FEATURES:
             raise InvalidParameterError(f"method='exact' evaluates 2^{d} coalitions per state; it is refused above "
@@ -622,7 +663,8 @@ def explain(
     else:
         plan = _plan_permutation(d, b, rng, bg.weights)
     masks, rows, op = plan.finish()
-    v, y_bg = _coalition_values(policy, X, bg, masks, rows, progress)
+    with _torch_threads_of(policy, threads):
+        v, y_bg = _coalition_values(policy, X, bg, masks, rows, progress)
     phi = np.einsum("dM,nMk->ndk", op, v)
     base = bg.weights @ y_bg
     prediction = v[:, 0, :]
