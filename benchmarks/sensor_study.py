@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._study import finish_report, write_json
 from benchmarks.attribution_bench import TEACHERS
 
 OUT = Path(__file__).resolve().parent / "results" / "sensors"
@@ -46,15 +47,8 @@ def _ranking(teacher: Any, seed: int) -> dict[str, Any]:
     if path.is_file():
         return dict(json.loads(path.read_text()))
     out = teacher_ranking(teacher, n_states=500, seed=seed)
-    _write(path, out)
+    write_json(path, out)
     return out
-
-
-def _write(path: Path, data: dict[str, Any]) -> None:
-    from interp_rl.io import atomic_write_text
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(data, indent=1) + "\n")
 
 
 def run(teacher_name: str, seeds: list[int]) -> None:
@@ -91,7 +85,7 @@ def run(teacher_name: str, seeds: list[int]) -> None:
                        "percent_of_teacher": 100 * ev.mean_return / t_eval.mean_return,
                        "worst_percent_of_teacher": 100 * float(min(ev.returns)) / t_eval.mean_return,
                        "seconds": time.perf_counter() - t0}
-                _write(cell, rec)
+                write_json(cell, rec)
                 print(f"{cell.stem}: {rec['percent_of_teacher']:.1f}% (worst {rec['worst_percent_of_teacher']:.1f}%)",
                       flush=True)
 
@@ -101,8 +95,6 @@ def report() -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from interp_rl.io import atomic_write, atomic_write_text
 
     recs = [json.loads(p.read_text()) for p in sorted((OUT / "cells").glob("*.json"))]
     by_task: dict[str, list[dict[str, Any]]] = {}
@@ -147,13 +139,7 @@ def report() -> None:
         ax.set_xlabel("features read (k)")
         ax.set_ylabel("% of teacher")
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    OUT.mkdir(parents=True, exist_ok=True)
-    atomic_write(OUT / "return_vs_k.png", lambda tmp: fig.savefig(tmp, format="png", dpi=100))
-    plt.close(fig)
-    lines += ["![return against k](return_vs_k.png)", ""]
-    atomic_write_text(OUT / "report.md", "\n".join(lines) + "\n")
-    print(f"wrote {OUT / 'report.md'}")
+    finish_report(OUT, fig, "return_vs_k.png", "return against k", lines)
 
 
 def main() -> None:

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._study import finish_report, write_json
+
 OUT = Path(__file__).resolve().parent / "results" / "silver"
 EPISODES = 20
 _BUDGETS = {("dqn", "CartPole-v1"): (50_000, 2_500), ("ppo", "CartPole-v1"): (100_000, 5_000),
@@ -43,13 +45,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "silver-kmeans": ("silver", {"clusters": "kmeans", "boundary": "shapley"}),
     "tree-8": ("tree", {"max_leaves": 8, "leaf_model": "constant", "iterations": 4}),
 }
-
-
-def _write(path: Path, data: dict[str, Any]) -> None:
-    from interp_rl.io import atomic_write_text
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(data, indent=1) + "\n")
 
 
 def train_teachers() -> None:
@@ -99,7 +94,7 @@ def run(seeds: list[int], only: list[str] | None = None) -> None:
                        "agreement": fidelity(ctrl, held_out.observations, held_out.actions).get("agreement"),
                        "fit_facts": {k: v for k, v in facts.items() if k != "cluster_classes"},
                        "rules": _rules(ctrl), "seconds": time.perf_counter() - t0}
-                _write(cell, rec)
+                write_json(cell, rec)
                 print(f"{cell.stem}: {rec['return']:.1f} (worst {rec['worst_return']:.0f}; teacher "
                       f"{rec['teacher_return']:.1f}), agreement {rec['agreement']:.3f}", flush=True)
 
@@ -130,8 +125,6 @@ def report() -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from interp_rl.io import atomic_write, atomic_write_text
 
     recs = [json.loads(p.read_text()) for p in sorted((OUT / "records").glob("*.json"))]
     lines = ["# SILVER on CartPole-v1 and MountainCar-v0", "",
@@ -206,13 +199,7 @@ def report() -> None:
     ax.set_xticks(np.arange(len(teachers)) + width * (len(variants) - 1) / 2, teachers, fontsize=8)
     ax.set_ylabel("% of teacher (mean over seeds)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    OUT.mkdir(parents=True, exist_ok=True)
-    atomic_write(OUT / "returns.png", lambda tmp: fig.savefig(tmp, format="png", dpi=100))
-    plt.close(fig)
-    lines += ["![% of teacher per variant](returns.png)", ""]
-    atomic_write_text(OUT / "report.md", "\n".join(lines) + "\n")
-    print(f"wrote {OUT / 'report.md'}")
+    finish_report(OUT, fig, "returns.png", "% of teacher per variant", lines)
 
 
 def main() -> None:
