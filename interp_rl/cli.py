@@ -643,7 +643,7 @@ def explain(
     method: Annotated[str, typer.Option(
         help="auto (exact rule of the controller's kind, else permutation), exact, kernel or permutation.")] = "auto",
     budget: Annotated[int | None, typer.Option(
-        help="Predict rows per state for the sampling estimators [default: 8192].")] = None,
+        help="Predict rows per state for the sampling estimators [default: 16384].")] = None,
     legacy_model: Annotated[bool, typer.Option(help="Walker2d: use the pre-v5 model file.")] = False,
 ) -> None:
     """Shapley values of a teacher or a controller on the states it visits: importance, beeswarm, waterfall and
