@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._study import write_json
+
 OUT = Path(__file__).resolve().parent / "results" / "attribution"
 TEACHERS = Path(os.environ.get("INTERP_RL_TEACHERS", Path(__file__).resolve().parents[2] / "shared" / "teachers"))
 BUDGETS = (2048, 4096, 8192, 16384)
@@ -56,10 +58,7 @@ def _err(values: np.ndarray, exact: np.ndarray) -> float:
 
 
 def _write(name: str, data: dict[str, Any]) -> None:
-    from interp_rl.io import atomic_write_text
-
-    OUT.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(OUT / name, json.dumps(data, indent=1) + "\n")
+    write_json(OUT / name, data)
     print(f"wrote {OUT / name}")
 
 

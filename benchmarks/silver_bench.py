@@ -67,6 +67,7 @@ def run(seeds: list[int], only: list[str] | None = None) -> None:
     from envs.teachers import load_teacher
     from interp_rl.compare import fidelity
     from interp_rl.rollouts import collect, evaluate
+    from interp_rl.viz import export_text
 
     for name in only or list(TEACHERS):
         teacher = load_teacher(OUT / "teachers" / name)
@@ -87,37 +88,21 @@ def run(seeds: list[int], only: list[str] | None = None) -> None:
                 facts = getattr(student, "fit_facts", dict)()
                 rec = {"teacher": name, "task": teacher.task, "algo": teacher.algo, "variant": variant,
                        "method": method, "settings": settings, "seed": seed, "size": ctrl.size(),
-                       "nonzero_parameters": _nonzero(ctrl.program),
+                       "nonzero_parameters": _nonzero(ctrl.program) if method == "silver" else None,
                        "teacher_return": t_eval.mean_return, "teacher_worst": float(min(t_eval.returns)),
                        "return": ev.mean_return, "worst_return": float(min(ev.returns)),
                        "returns": [float(r) for r in ev.returns],
                        "agreement": fidelity(ctrl, held_out.observations, held_out.actions).get("agreement"),
                        "fit_facts": {k: v for k, v in facts.items() if k != "cluster_classes"},
-                       "rules": _rules(ctrl), "seconds": time.perf_counter() - t0}
+                       "rules": export_text(ctrl, precision=3), "seconds": time.perf_counter() - t0}
                 write_json(cell, rec)
                 print(f"{cell.stem}: {rec['return']:.1f} (worst {rec['worst_return']:.0f}; teacher "
                       f"{rec['teacher_return']:.1f}), agreement {rec['agreement']:.3f}", flush=True)
 
 
 def _nonzero(program: Any) -> int:
-    """Non-zero numbers a reader must know: the rule's coefficients and intercepts, each tree test and leaf."""
-    d = program.to_dict()
-    if program.kind == "mixture":
-        return int(np.count_nonzero(program.router_coef) + np.count_nonzero(program.router_intercept))
-    return int(sum(np.count_nonzero(np.asarray(v, dtype=float)) for k, v in d.items()
-                   if k in ("threshold", "intercept") and isinstance(v, list)))
-
-
-def _rules(ctrl: Any) -> str:
-    from interp_rl.viz import export_text
-
-    return export_text(ctrl, precision=3)
-
-
-def _percent(ret: float, teacher: float) -> float:
-    from interp_rl.compare import percent_of_teacher
-
-    return float(percent_of_teacher(ret, teacher))
+    """The rule's non-zero numbers a reader must know: router coefficients and intercepts (SILVER's mixture)."""
+    return int(np.count_nonzero(program.router_coef) + np.count_nonzero(program.router_intercept))
 
 
 def report() -> None:
@@ -125,6 +110,8 @@ def report() -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from interp_rl.compare import percent_of_teacher
 
     recs = [json.loads(p.read_text()) for p in sorted((OUT / "records").glob("*.json"))]
     lines = ["# SILVER on CartPole-v1 and MountainCar-v0", "",
@@ -161,7 +148,7 @@ def report() -> None:
             ret = float(np.mean([r["return"] for r in sel]))
             worst = min(r["worst_return"] for r in sel)
             agree = np.mean([r["agreement"] for r in sel])
-            pct = _percent(ret, t_mean)
+            pct = float(percent_of_teacher(ret, t_mean))
             summary.setdefault(t, {})[v] = pct
             row.append(f"{ret:.1f} = {pct:.0f}% [{worst:.0f}], {agree:.0%} same class ({len(sel)} seeds)")
         lines.append(f"| {t} | " + " | ".join(row) + " |")

@@ -28,7 +28,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from distill._student import PolicyStudent
 from interp_rl._validation import check_choice, check_int
-from interp_rl.attribution import ClassScoreModel
+from interp_rl.attribution import ClassScoreModel, explain, summarize_background
 from interp_rl.errors import bad_value
 from interp_rl.kinds.mixture import MixtureProgram
 
@@ -127,8 +127,6 @@ class SILVERPolicy(PolicyStudent):
         """Fit the rule to teacher-visited states ``X`` and the teacher's one-hot classes ``y``."""
         from sklearn.cluster import KMeans
         from sklearn.linear_model import LogisticRegression
-
-        from interp_rl.attribution import explain, summarize_background
 
         self._validate_params()
         X, Y, w = self._fit_inputs(X, y, sample_weight)

@@ -303,6 +303,11 @@ def read_vecnormalize(path: str | Path) -> ObsNormalizer:
     return ObsNormalizer(mean, var, clip, eps, reward_scale)
 
 
+def action_dim(space: Any) -> int:
+    """Action components of an SB3 agent's space: one score per class for ``Discrete(n)``, else the Box's size."""
+    return int(space.n) if hasattr(space, "n") else int(np.prod(space.shape))
+
+
 def _activations_in_place(model: Any) -> None:
     """Let the networks' ReLU-type activations overwrite their input: the same numbers, a quarter less time on
     big batches (attribution evaluates millions of rows), and safe for autograd after a linear layer."""
@@ -372,14 +377,13 @@ class SB3Teacher:
         self.obs_dim = int(np.prod(model.observation_space.shape))
         _activations_in_place(model)
         space = model.action_space
+        self.act_dim = action_dim(space)
         #: Number of classes of a discrete task's agent; 0 for continuous actions.
-        self.n_classes = int(space.n) if hasattr(space, "n") else 0
+        self.n_classes = self.act_dim if hasattr(space, "n") else 0
         if self.n_classes:
-            self.act_dim = self.n_classes
             self.action_low = np.zeros(self.n_classes)
             self.action_high = np.ones(self.n_classes)
         else:
-            self.act_dim = int(np.prod(space.shape))
             self.action_low = np.asarray(space.low, dtype=np.float64)
             self.action_high = np.asarray(space.high, dtype=np.float64)
 

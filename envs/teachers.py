@@ -20,6 +20,7 @@ from envs.registry import EnvVariant, Task, env_factory, resolve_task
 from envs.sb3 import (
     ObsNormalizer,
     SB3Teacher,
+    action_dim,
     load_sb3_model,
     read_vecnormalize,
 )
@@ -227,8 +228,7 @@ def load_teacher(
         if variant.obs_layout != "default" and idx.size and np.all(normalizer.var[idx] < 1e-6):
             variant = replace(variant, zero_contact_forces=True)
 
-    space = model.action_space
-    act_dim = int(space.n) if hasattr(space, "n") else int(np.prod(space.shape))
+    act_dim = action_dim(model.action_space)
     n_act = len(task.action_features())
     if act_dim != n_act:
         raise ObservationError(

@@ -24,8 +24,8 @@ Estimators (``method=``):
   backwards, as shap's ``PermutationExplainer``), the permutations drawn from orthogonal spherical codes
   (Mitchell et al. 2022) rather than independently, batched the same way.
 
-``budget`` is the number of coalitions evaluated per state (``kernel``/``permutation``); each costs
-one ``predict`` row per background row.
+``budget`` is the number of ``predict`` rows per state (``kernel``/``permutation``): a Kernel SHAP
+coalition costs one row per background row, a permutation walk's coalition one row against its own.
 """
 
 from __future__ import annotations
