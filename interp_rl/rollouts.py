@@ -25,6 +25,7 @@ from interp_rl._validation import check_int
 from interp_rl.errors import ObservationError, bad_value
 from interp_rl.io import atomic_write_text
 from interp_rl.policy import Policy
+from interp_rl.simstate import SimState, capture, restore
 
 __all__ = [
     "Actor",
@@ -97,6 +98,9 @@ class Rollout:
     """True where a new episode begins, shape ``(n,)``."""
     episodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     """Start index of the episode each step belongs to, shape ``(n,)``."""
+    states: list[SimState] = field(default_factory=list)
+    """With ``snapshots=True``: the exact environment state at each recorded step, to restore it later
+    (:func:`interp_rl.simstate.restore`, or given to :func:`run_episodes` in place of a seed)."""
 
 
 @dataclass(frozen=True)
@@ -199,11 +203,12 @@ def _clip(action: np.ndarray, space: gym.Space) -> np.ndarray:
 def run_episodes(
     actor: Policy | Actor,
     env_fn: EnvFn,
-    seeds: Iterable[int],
+    seeds: Iterable[int | SimState],
     *,
     n_envs: int = 8,
     steps: int | None = None,
     record: bool = False,
+    snapshots: bool = False,
     task: str = "",
     progress: Callable[[int], None] | None = None,
 ) -> Episodes:
@@ -222,8 +227,11 @@ def run_episodes(
         or ``(actions, labels)`` (see :class:`Actor`, :func:`mixture`, :func:`labelled`).
     env_fn : callable
         ``env_fn(seed) -> gymnasium.Env``.
-    seeds : iterable of int
-        Reset seeds, one per episode, consumed as episodes start (may be endless with ``steps``).
+    seeds : iterable of int or SimState
+        Reset seeds, one per episode, consumed as episodes start (may be endless with ``steps``). A
+        :class:`~interp_rl.simstate.SimState` in their place continues a recorded episode from that moment (a
+        takeover): its environment is built with the state's seed and the state restored; the episode's return
+        and length then count from there.
     n_envs : int, default 8
         Environments stepped together.
     steps : int, optional
@@ -231,6 +239,8 @@ def run_episodes(
         episode of ``seeds`` to its end.
     record : bool, default False
         Keep every step's observation, action (or label), reward and episode start.
+    snapshots : bool, default False
+        With ``record``, also keep the exact environment state of every recorded step (``Rollout.states``).
     task : str
         Named in the error raised when the simulation returns non-finite observations.
     progress : callable, optional
@@ -258,18 +268,27 @@ def run_episodes(
     slot_ep: list[int] = []
     slot_obs: list[np.ndarray] = []
     slot_new: list[bool] = []
+    slot_state: list[SimState | None] = []
+    state_buf: list[SimState | None] = []
+    snapshots = snapshots and record
 
-    def start(env: gym.Env | None) -> tuple[gym.Env, int, np.ndarray] | None:
-        seed = next(seed_iter, None)
-        if seed is None:
+    def start(env: gym.Env | None) -> tuple[gym.Env, int, np.ndarray, SimState | None] | None:
+        item = next(seed_iter, None)
+        if item is None:
             return None
-        env = env if env is not None else env_fn(int(seed))
-        o, _ = env.reset(seed=int(seed))
+        seed = item.seed if isinstance(item, SimState) else int(item)
+        env = env if env is not None else env_fn(seed)
+        if isinstance(item, SimState):
+            o, state = restore(env, item), item
+        else:
+            o, _ = env.reset(seed=seed)
+            o = np.asarray(o, dtype=np.float64)
+            state = SimState(o.copy(), seed=seed, step=0) if snapshots else None
         returns.append(0.0)
         lengths.append(0)
-        ep_seeds.append(int(seed))
+        ep_seeds.append(seed)
         finished.append(False)
-        return env, len(returns) - 1, np.asarray(o, dtype=np.float64)
+        return env, len(returns) - 1, np.asarray(o, dtype=np.float64), state
 
     taken = 0
     try:
@@ -281,6 +300,7 @@ def run_episodes(
             slot_ep.append(began[1])
             slot_obs.append(began[2])
             slot_new.append(True)
+            slot_state.append(began[3])
         while envs and (steps is None or taken < steps):
             k = len(envs) if steps is None else min(len(envs), steps - taken)
             batch = np.stack(slot_obs[:k])
@@ -294,11 +314,14 @@ def run_episodes(
                 act_buf.append(np.asarray(labels, dtype=np.float64).reshape(k, -1))
                 start_buf += slot_new[:k]
                 ep_buf += slot_ep[:k]
+                state_buf += slot_state[:k]
             taken += k
             ended = 0
             for i in range(k):
                 env = envs[i]
-                o, reward, terminated, truncated, _ = env.step(_clip(actions[i], env.action_space))
+                before = capture(env) if snapshots else None
+                executed = _clip(actions[i], env.action_space)
+                o, reward, terminated, truncated, _ = env.step(executed)
                 ep = slot_ep[i]
                 returns[ep] += float(reward)
                 lengths[ep] += 1
@@ -313,11 +336,18 @@ def run_episodes(
                         env.close()
                         envs[i] = None  # type: ignore[call-overload]
                         continue
-                    _, slot_ep[i], o = began
+                    _, slot_ep[i], o, slot_state[i] = began
                     slot_new[i] = True
+                elif snapshots:
+                    last = slot_state[i]
+                    assert last is not None
+                    slot_state[i] = SimState(np.asarray(o, dtype=np.float64).copy(), seed=last.seed,
+                                             step=last.step + 1, before=before,
+                                             action=np.array(executed, copy=True))
                 slot_obs[i] = np.asarray(o, dtype=np.float64)
             keep = [i for i in range(len(envs)) if envs[i] is not None]
-            envs, slot_ep, slot_obs, slot_new = ([xs[i] for i in keep] for xs in (envs, slot_ep, slot_obs, slot_new))
+            envs, slot_ep, slot_obs, slot_new, slot_state = (
+                [xs[i] for i in keep] for xs in (envs, slot_ep, slot_obs, slot_new, slot_state))
             if ended and progress is not None:
                 progress(ended)
     finally:
@@ -332,6 +362,7 @@ def run_episodes(
             rewards=np.asarray(rew_buf),
             episode_starts=np.asarray(start_buf, dtype=bool),
             episodes=np.asarray(ep_buf, dtype=np.int64),
+            states=[st for st in state_buf if st is not None],
         )
     return Episodes(returns, lengths, ep_seeds, finished, rollout)
 
