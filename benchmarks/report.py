@@ -9,8 +9,6 @@ interquartile mean with a 95% stratified-bootstrap confidence interval
 
 from __future__ import annotations
 
-import base64
-import html
 import io
 import json
 from collections import defaultdict
@@ -24,6 +22,7 @@ from benchmarks.harness import load_records
 from benchmarks.stats import interval_estimate
 from benchmarks.suite import TARGET_KEYS
 from interp_rl.compare import half_of_teacher, percent_of_teacher
+from interp_rl.document import Document
 from interp_rl.errors import InterpRLError
 from interp_rl.io import atomic_write_bytes, atomic_write_text
 
@@ -552,107 +551,6 @@ def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "-" for c in text)
 
 
-@dataclass
-class _Doc:
-    """The report as blocks, rendered twice: Markdown (pictures as files) and HTML (embedded)."""
-
-    blocks: list[tuple[str, Any]] = field(default_factory=list)
-
-    def h(self, level: int, text: str) -> None:
-        self.blocks.append(("h", (level, text)))
-
-    def p(self, text: str) -> None:
-        self.blocks.append(("p", text))
-
-    def table(self, header: list[str], rows: list[list[str]]) -> None:
-        self.blocks.append(("table", (header, rows)))
-
-    def image(self, name: str, data: bytes, alt: str) -> None:
-        self.blocks.append(("image", (name, data, alt)))
-
-    def pre(self, text: str) -> None:
-        self.blocks.append(("pre", text))
-
-    def bullets(self, items: list[str]) -> None:
-        self.blocks.append(("ul", items))
-
-    def markdown(self) -> str:
-        lines: list[str] = []
-        for kind, v in self.blocks:
-            if kind == "h":
-                lines += [f"{'#' * v[0]} {v[1]}", ""]
-            elif kind == "p":
-                lines += [v, ""]
-            elif kind == "table":
-                header, rows = v
-                lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-                lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-                lines.append("")
-            elif kind == "image":
-                lines += [f"![{v[2]}]({FIGURES}/{v[0]})", ""]
-            elif kind == "pre":
-                lines += ["```", v, "```", ""]
-            elif kind == "ul":
-                lines += [f"- {item}" for item in v] + [""]
-        return "\n".join(lines).rstrip() + "\n"
-
-    def html(self, title: str) -> str:
-        e = html.escape
-        body: list[str] = []
-        for kind, v in self.blocks:
-            if kind == "h":
-                body.append(f"<h{v[0]}>{_inline(v[1])}</h{v[0]}>")
-            elif kind == "p":
-                body.append(f"<p>{_inline(v)}</p>")
-            elif kind == "table":
-                header, rows = v
-                body.append("<table><thead><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in header)
-                            + "</tr></thead><tbody>"
-                            + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>"
-                                      for row in rows) + "</tbody></table>")
-            elif kind == "image":
-                name, data, alt = v
-                mime = "image/svg+xml" if name.endswith(".svg") else "image/png"
-                src = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
-                body.append(f'<figure><img src="{src}" alt="{e(alt)}">'
-                            f'<figcaption>{e(alt)}</figcaption></figure>')
-            elif kind == "pre":
-                body.append(f"<pre>{e(v)}</pre>")
-            elif kind == "ul":
-                body.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in v) + "</ul>")
-        return _HTML.format(title=e(title), body="\n".join(body))
-
-
-def _inline(text: str) -> str:
-    """Escape, then turn Markdown `code` and **bold** spans into HTML."""
-    import re
-
-    out = html.escape(text, quote=False)
-    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
-    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", out)
-
-
-_HTML = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{title}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; max-width: 1150px; margin: 2em auto; padding: 0 1em;
-       color: #222; }}
-table {{ border-collapse: collapse; margin: 0.5em 0 1.2em; font-size: 0.86em; }}
-th, td {{ border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; }}
-th {{ background: #f2f2f2; }} td:first-child, th:first-child {{ text-align: left; }}
-pre {{ background: #f7f7f7; padding: 0.7em; overflow-x: auto; font-size: 0.8em; }}
-figure {{ margin: 1em 0; }} figure img {{ max-width: 100%; border: 1px solid #eee; }}
-figcaption {{ font-size: 0.85em; color: #555; }}
-code {{ background: #f2f2f2; padding: 0 0.2em; }}
-</style></head>
-<body>
-{body}
-</body></html>
-"""
-
-
 # ----------------------------------------------------------------------------- the report
 def _compared_records(res: Path, suite: dict[str, Any], own: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """The records of the suite's ``compare`` folders (beside ``res``) for its teachers, of methods it does not run;
@@ -820,7 +718,7 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
     records = records + [r for rs in compared.values() for r in rs]
     name = suite.get("name") or records[0]["suite"]
     summary = summarise(records, reps=reps, seed=seed)
-    doc = _Doc()
+    doc = Document(figures=FIGURES)
     figures: dict[str, bytes] = {}
 
     def image(fname: str, data: bytes, alt: str) -> None:

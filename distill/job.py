@@ -299,7 +299,8 @@ def run_job(
 ) -> dict[str, Any]:
     """Distil ``teacher`` by ``method`` with ``settings`` and write everything about it to ``out_dir``.
 
-    Writes ``controller.json`` (loads back to identical actions), ``controller.py`` and
+    Writes ``controller.json`` (loads back to identical actions), ``distillation.npz`` (the teacher-labelled
+    states it was fitted on, :mod:`interp_rl.evidence`; a fine-tuned controller keeps its start's), ``controller.py`` and
     ``controller.c`` (standalone exports), ``rules.txt`` (the controller as text),
     ``KIND.dot`` and ``KIND.svg`` (its picture; the ``.svg`` needs Graphviz), ``metrics.json``
     and ``config.json`` (the resolved settings and the estimator's parameters). DAgger rounds
@@ -411,6 +412,7 @@ def run_job(
             teacher, controller, resolved["attribution_states"], resolved["seed"])
         shown = ("teacher_return", "student_return", "percent_of_teacher", "worst_percent_of_teacher")
         controller.metadata["metrics"] = {k: metrics[k] for k in shown}
+    _save_evidence(out, dagger, start)
     paths = write_exports(controller, out, force=True)
     metrics["export_bytes"] = {k: Path(p).stat().st_size for k, p in paths.items()}
     atomic_write_text(out / "rules.txt", controller.program.explain(controller) + "\n")
@@ -418,6 +420,19 @@ def run_job(
     atomic_write_text(out / METRICS_FILE, json.dumps(json_safe(metrics), indent=1) + "\n")
     shutil.rmtree(ckpt, ignore_errors=True)
     return metrics
+
+
+def _save_evidence(out: Path, dagger: DAgger | None, start: str | Path | None) -> None:
+    """Keep the states the student was fitted on beside the controller (``distillation.npz``), so that diagnosis
+    can show the evidence each piece rests on; a fine-tuned controller keeps its start's."""
+    from interp_rl.evidence import DATA_FILE, DistillationData, save_data
+
+    if dagger is not None:
+        n = dagger.n_samples_used_
+        weights = dagger.sample_weight_[:n] if dagger.weighting_ == "critic" else None
+        save_data(out, DistillationData(dagger.X_[:n], dagger.y_[:n], weights))
+    elif start is not None and (Path(start) / DATA_FILE).is_file() and Path(start).resolve() != out.resolve():
+        shutil.copyfile(Path(start) / DATA_FILE, out / DATA_FILE)
 
 
 def _top_features(estimator: Distillation, teacher: Teacher, resolved: dict[str, Any], started: bool

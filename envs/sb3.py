@@ -397,6 +397,11 @@ class SB3Teacher:
         return self.n_classes > 0
 
     @property
+    def gamma(self) -> float:
+        """The discount the agent was trained with (what its critic's values mean)."""
+        return float(getattr(self.model, "gamma", 0.99))
+
+    @property
     def has_q(self) -> bool:
         """Whether :meth:`q_values` is available (SAC, TD3, DDPG, TQC, DQN)."""
         return self.algo in Q_ALGOS

@@ -117,6 +117,10 @@ class Episodes:
     """Whether each episode ended (terminated or truncated) rather than being cut by ``steps``."""
     rollout: Rollout | None = None
     """The recorded steps (``record=True``), in the order they were taken."""
+    terminated: list[bool] = field(default_factory=list)
+    """Whether each episode ended by the task's own termination (a fall), not a time limit or a cut."""
+    final_observations: list[np.ndarray] = field(default_factory=list)
+    """The observation each episode ended in (after its last step)."""
 
 
 class Actor(Protocol):
@@ -209,6 +213,7 @@ def run_episodes(
     steps: int | None = None,
     record: bool = False,
     snapshots: bool = False,
+    episode_steps: int | None = None,
     task: str = "",
     progress: Callable[[int], None] | None = None,
 ) -> Episodes:
@@ -241,6 +246,8 @@ def run_episodes(
         Keep every step's observation, action (or label), reward and episode start.
     snapshots : bool, default False
         With ``record``, also keep the exact environment state of every recorded step (``Rollout.states``).
+    episode_steps : int, optional
+        Cut every episode after this many steps (it then counts as not finished): short look-ahead rollouts.
     task : str
         Named in the error raised when the simulation returns non-finite observations.
     progress : callable, optional
@@ -251,6 +258,8 @@ def run_episodes(
     Episodes
     """
     n_envs = check_int(n_envs, "n_envs", "run_episodes")
+    if episode_steps is not None:
+        episode_steps = check_int(episode_steps, "episode_steps", "run_episodes")
     if steps is None and not isinstance(seeds, Sized):
         raise bad_value("steps", "run_episodes", "an int when seeds is endless", steps)
     act = as_actor(actor)
@@ -259,6 +268,8 @@ def run_episodes(
     lengths: list[int] = []
     ep_seeds: list[int] = []
     finished: list[bool] = []
+    ended_in: list[bool] = []
+    final_obs: list[np.ndarray] = []
     obs_buf: list[np.ndarray] = []
     act_buf: list[np.ndarray] = []
     rew_buf: list[float] = []
@@ -288,6 +299,8 @@ def run_episodes(
         lengths.append(0)
         ep_seeds.append(seed)
         finished.append(False)
+        ended_in.append(False)
+        final_obs.append(np.asarray(o, dtype=np.float64))
         return env, len(returns) - 1, np.asarray(o, dtype=np.float64), state
 
     taken = 0
@@ -328,8 +341,11 @@ def run_episodes(
                 if record:
                     rew_buf.append(float(reward))
                 slot_new[i] = False
-                if terminated or truncated:
-                    finished[ep] = True
+                cut = episode_steps is not None and lengths[ep] >= episode_steps
+                if terminated or truncated or cut:
+                    finished[ep] = bool(terminated or truncated)
+                    ended_in[ep] = bool(terminated)
+                    final_obs[ep] = np.asarray(o, dtype=np.float64)
                     ended += 1
                     began = start(env)
                     if began is None:
@@ -364,7 +380,7 @@ def run_episodes(
             episodes=np.asarray(ep_buf, dtype=np.int64),
             states=[st for st in state_buf if st is not None],
         )
-    return Episodes(returns, lengths, ep_seeds, finished, rollout)
+    return Episodes(returns, lengths, ep_seeds, finished, rollout, ended_in, final_obs)
 
 
 def evaluate(
