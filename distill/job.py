@@ -300,8 +300,8 @@ def run_job(
     """Distil ``teacher`` by ``method`` with ``settings`` and write everything about it to ``out_dir``.
 
     Writes ``controller.json`` (loads back to identical actions), ``distillation.npz`` (the teacher-labelled
-    states it was fitted on, :mod:`interp_rl.evidence`; a fine-tuned controller keeps its start's), ``controller.py`` and
-    ``controller.c`` (standalone exports), ``rules.txt`` (the controller as text),
+    states it was fitted on, :mod:`interp_rl.evidence`; a fine-tuned controller keeps its start's),
+    ``controller.py`` and ``controller.c`` (standalone exports), ``rules.txt`` (the controller as text),
     ``KIND.dot`` and ``KIND.svg`` (its picture; the ``.svg`` needs Graphviz), ``metrics.json``
     and ``config.json`` (the resolved settings and the estimator's parameters). DAgger rounds
     are kept in ``out_dir/checkpoint`` so an interrupted run loses no completed round

@@ -131,7 +131,7 @@ def nearest_examples(data: DistillationData, states: Any, *, k: int = 5, among: 
             r = np.flatnonzero(r)
         rows.append(r.astype(np.int64))
         groups.setdefault(rows[-1].tobytes(), []).append(i)
-    for key, queries in groups.items():
+    for queries in groups.values():
         r = rows[queries[0]]
         if len(r) == 0:
             continue
