@@ -785,6 +785,88 @@ def report(
 
 
 @app.command()
+@cli_errors
+def diagnose(
+    controller: Annotated[Path, typer.Argument(help="A distilled controller (its folder or controller.json).")],
+    teacher: Annotated[str, typer.Option(help="The teacher it was distilled from (SB3 .zip, zoo or train folder).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.html, report.md and diagnosis.json.")],
+    episodes: Annotated[int, typer.Option(help="Fresh episodes, controller and teacher on the same seeds.")] = 100,
+    seed: Annotated[int | None, typer.Option(
+        help="Reset seed of the first episode [default: 10000000, far from every seed distillation uses].")] = None,
+    window: Annotated[int, typer.Option(help="Steps before each point of no return searched for critical states.")
+                      ] = 100,
+    critical: Annotated[int, typer.Option(help="Critical states kept per failed episode.")] = 5,
+    horizon: Annotated[int, typer.Option(
+        help="Look-ahead steps judging an action for a teacher without a Q-function (PPO, TRPO).")] = 25,
+    neighbours: Annotated[int, typer.Option(help="Nearest recorded teacher states shown as evidence.")] = 5,
+    data: Annotated[Path | None, typer.Option(
+        help="Distillation data (a folder holding distillation.npz, or the file) [default: the controller's].")] = None,
+    frames: Annotated[bool, typer.Option(help="Draw frames around the points of no return.")] = True,
+    attribution: Annotated[bool, typer.Option(help="Shapley values of teacher and controller at critical states.")
+                           ] = True,
+    legacy_model: Annotated[bool, typer.Option(help="Walker2d: use the pre-v5 model file.")] = False,
+) -> None:
+    """Find out why a controller fails where its teacher would not: failure rate, points of no return, critical
+    states with the piece that acted and the evidence it rests on, piece graphs; one page (report.html)."""
+    import time
+
+    import torch
+
+    from envs.teachers import load_teacher
+    from interp_rl.diagnose import DIAGNOSE_SEED
+    from interp_rl.diagnose import diagnose as run_diagnosis
+    from interp_rl.diagnosis_report import write_diagnosis
+    from interp_rl.evidence import DATA_FILE, load_data
+    from interp_rl.program import load_controller
+
+    torch.set_num_threads(1)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InterpRLError(f"--out {str(out_dir)!r} is a file; name a folder for the diagnosis.")
+    ctrl = load_controller(controller)
+    t = load_teacher(teacher, env=ctrl.task or None, legacy_model=legacy_model)
+    note = ""
+    try:
+        given = data if data is None or data.is_dir() else data.parent
+        if data is not None and data.is_file() and data.name != DATA_FILE:
+            raise InterpRLError(f"--data {str(data)!r}: expected a folder holding {DATA_FILE}, or that file.")
+        evidence = load_data(given if given is not None else controller)
+    except InterpRLError as exc:
+        if data is not None or "corrupt" in str(exc):
+            raise
+        evidence, note = None, str(exc)
+        err.print(f"Note: {note}", markup=False, soft_wrap=True)
+    stages: dict[str, float] = {}
+    t0 = time.perf_counter()
+    from rich.progress import Progress
+
+    with Progress(console=err, transient=True, disable=not sys.stderr.isatty()) as bar:
+        jobs: dict[str, Any] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in jobs:
+                jobs[stage] = bar.add_task(stage.capitalize(), total=total)
+            bar.update(jobs[stage], completed=done, total=total)
+            if done >= total and stage not in stages and not sys.stderr.isatty():
+                stages[stage] = time.perf_counter() - t0
+                print(f"{stage}: done after {stages[stage]:.0f} s", file=sys.stderr, flush=True)
+
+        d = run_diagnosis(ctrl, t, episodes=episodes, seed=DIAGNOSE_SEED if seed is None else seed, window=window,
+                          critical=critical, horizon=horizon, neighbours=neighbours, data=evidence,
+                          evidence_note=note, attribution=attribution, frames=frames, progress=progress)
+    paths = write_diagnosis(d, out_dir, command=_rerun_command(False))
+    lo, hi = d.rate_interval
+    out.print(f"{d.n_failed} of {d.episodes} episodes failed ({100 * d.rate:.1f}%, 95% interval {100 * lo:.1f}-"
+              f"{100 * hi:.1f}%), below half the teacher's mean {d.teacher_mean:.1f}.")
+    for fe in d.failed[:10]:
+        where = "the teacher fails it too" if fe.no_return is None else f"point of no return at step {fe.no_return}"
+        worst = f"; costliest step {fe.critical[0].step} ({fe.critical[0].piece_label})" if fe.critical else ""
+        out.print(f"  seed {fe.seed}: {fe.percent_of_teacher:.1f}% of the teacher, {where}{worst}")
+    if d.n_failed > 10:
+        out.print(f"  ... and {d.n_failed - 10} more (see the report)")
+    out.print(f"Wrote {paths['html']}, {paths['markdown']} and {paths['json']} ({time.perf_counter() - t0:.0f} s)")
+
+
+@app.command()
 @cli_errors(resumable="rerun")
 def demo(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for everything the demo makes.")] = Path(

@@ -44,7 +44,9 @@ from interp_rl.errors import InterpRLError
 __all__ = ["Capture", "SimState", "capture", "restore"]
 
 _SKIP = frozenset({"env", "spec", "model", "data", "metadata", "mujoco_renderer", "render_mode", "_np_random",
-                   "_saved_kwargs", "_ezpickle_args", "_ezpickle_kwargs", "_cached_spec", "_metadata"})
+                   "_saved_kwargs", "_ezpickle_args", "_ezpickle_kwargs", "_cached_spec", "_metadata",
+                   # gymnasium's PassiveEnvChecker: its checks start afresh after the reset a restore makes
+                   "_previous_data", "checked_reset", "checked_step", "checked_render", "checked_data_reuse"})
 _SCALARS = (bool, int, float, str, type(None), np.number, np.bool_)
 
 
