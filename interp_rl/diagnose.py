@@ -124,6 +124,8 @@ class Diagnosis:
     """How critical states were scored (``critic`` or ``look-ahead of N steps``)."""
     graph: PieceGraph
     teacher_graph: PieceGraph
+    window: int = 100
+    """Steps before each point of no return searched for critical states (the run-up)."""
     evidence_note: str = ""
     attribution_note: str = ""
     frames_note: str = ""
@@ -423,13 +425,17 @@ def diagnose(
     c_pieces = assign(c_ro.observations)[order]
     marks = []
     pos_of = {int(r): p for p, r in enumerate(order)}
+    phase = np.zeros(len(c_ro.episodes), dtype=np.int64)  # by recorded row: run-up (1), lost (2)
     for fe in failed:
         if fe.no_return is not None:
-            r = rows[fe.episode][min(fe.no_return, len(rows[fe.episode]) - 1)]
+            mine = rows[fe.episode]
+            r = mine[min(fe.no_return, len(mine) - 1)]
             marks.append(pos_of[int(r)])
+            phase[mine[max(0, fe.no_return - window):fe.no_return]] = 1
+            phase[mine[fe.no_return:]] = 2
     fail_mask = (c_ret < threshold).tolist()
-    graph = piece_graph(c_pieces, c_ro.episodes[order], c_ro.rewards[order], failed=fail_mask, marks=marks,
-                        labels=labels, title=f"{controller.kind} controller: pieces")
+    graph = piece_graph(c_pieces, c_ro.episodes[order], c_ro.rewards[order], failed=fail_mask, phase=phase[order],
+                        marks=marks, labels=labels, title=f"{controller.kind} controller: pieces")
     t_order = np.lexsort((np.arange(len(t_ro.episodes)), t_ro.episodes))
     n_clusters = int(np.clip(len(graph.nodes), 2, 12))
     clusters, _ = cluster_states(t_ro.observations, n_clusters, seed=seed)
@@ -445,7 +451,7 @@ def diagnose(
         teacher_mean=teacher_mean, threshold=threshold, controller_returns=[float(v) for v in c_ret],
         teacher_returns=[float(v) for v in t_run.returns], lengths=[int(v) for v in c_run.lengths], failed=failed,
         rate=len(failed) / episodes, rate_interval=failure_interval(len(failed), episodes), judge=judge, graph=graph,
-        teacher_graph=teacher_graph, evidence_note=evidence_note, attribution_note=attribution_note,
+        teacher_graph=teacher_graph, window=window, evidence_note=evidence_note, attribution_note=attribution_note,
         sources={"teacher": str(getattr(teacher, "source", "")), "algo": str(getattr(teacher, "algo", ""))})
     diag.steps_ = {"c_obs": c_ro.observations, "c_episodes": c_ro.episodes, "t_obs": t_ro.observations,
                    "t_episodes": t_ro.episodes, "c_rewards": c_ro.rewards}

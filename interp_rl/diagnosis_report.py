@@ -170,7 +170,7 @@ def write_diagnosis(d: Diagnosis, out: str | Path, *, command: str = "", details
           f"{_pct(worst_pct)}.")
     doc.p(f"**Failure rate: {d.n_failed} of {d.episodes} = {100 * d.rate:.1f}%** (95% Clopper-Pearson interval "
           f"{100 * lo:.1f}-{100 * hi:.1f}%). The teacher itself fails {sum(t < d.threshold for t in d.teacher_returns)}"
-          f" of them.")
+          f" of the {d.episodes}.")
     doc.image("returns.png", returns_figure(d), "Return of every episode, controller and teacher on the same seeds")
 
     doc.h(2, "Failed episodes and their points of no return")
@@ -239,10 +239,11 @@ def write_diagnosis(d: Diagnosis, out: str | Path, *, command: str = "", details
         doc.p("None (no failed episode with a point of no return).")
 
     doc.h(2, "Piece graph")
-    doc.p("Nodes are the controller's pieces, an edge a step on which one piece takes over from another (its label: "
-          "how often, the mean reward of that step, the share of failed episodes that pass through it; red edges are "
-          "taken in at least half of them). Red nodes act at points of no return. The teacher's graph clusters the "
-          "states it visits instead (k-means, ARLIN's abstraction), for comparison.")
+    doc.p(f"Nodes are the controller's pieces, an edge a step on which one piece takes over from another (its label: "
+          f"how often, and the mean reward of that step). The **run-up** is the {d.window} steps before each point of "
+          "no return: nodes are red by their share of the run-up steps, thick where they act at a point of no "
+          "return, and red edges are transitions taken in a run-up. The teacher's graph clusters the states it "
+          "visits instead (k-means, ARLIN's abstraction), for comparison.")
     for graph, name in ((d.graph, "pieces"), (d.teacher_graph, "teacher_clusters")):
         dot = graph.to_dot()
         atomic_write_text(dest / "figures" / f"{name}.dot", dot)
@@ -251,10 +252,13 @@ def write_diagnosis(d: Diagnosis, out: str | Path, *, command: str = "", details
             doc.image(f"{name}.svg", svg, graph.title)
         else:
             doc.p(f"(Graphviz is not installed: the graph's source is figures/{name}.dot.)")
-    doc.table(["piece", "% of steps", "mean reward", "in % of failed episodes", "points of no return"],
+    n_lead = d.graph.n_leading
+    doc.table(["piece", "% of steps", "mean reward per step", "% of the run-up steps", "steps after no return",
+               "points of no return it acts at", "in % of failed episodes"],
               [[graph_label(d, p), f"{100 * v['share']:.1f}", f"{v['mean_reward']:.2f}",
-                f"{100 * v['failed_share']:.0f}" if d.n_failed else "-", str(v["marked"])]
-               for p, v in sorted(d.graph.nodes.items(), key=lambda kv: -kv[1]["marked"])])
+                f"{100 * v['leading'] / n_lead:.0f}" if n_lead else "-", str(v["lost"]), str(v["marked"]),
+                f"{100 * v['failed_share']:.0f}" if d.n_failed else "-"]
+               for p, v in sorted(d.graph.nodes.items(), key=lambda kv: (-kv[1]["marked"], -kv[1]["leading"]))])
 
     doc.h(2, "How this was made")
     items = ["Seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in d.seconds.items()),

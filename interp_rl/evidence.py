@@ -11,7 +11,7 @@ piece of a tree, mixture or linear policy was fitted on known rows).
 >>> data = DistillationData(X, y)
 >>> near = nearest_examples(data, np.array([[0.9, 0.1]]), k=2)
 >>> near.index.tolist(), np.round(near.distance, 3).tolist()
-([[1, 0]], [[0.045, 0.326]])
+([[1, 0]], [[0.063, 0.419]])
 """
 
 from __future__ import annotations

@@ -43,8 +43,8 @@ def swimmer_tree(shared_teachers, tmp_path_factory, single_torch_thread):
 
 def test_distill_writes_controller_pictures_exports_and_metrics(swimmer_tree):
     names = sorted(p.name for p in swimmer_tree.iterdir())
-    assert names == ["config.json", "controller.c", "controller.json", "controller.py", "metrics.json",
-                     "rules.txt", "tree.dot", "tree.svg"]  # the checkpoint folder is gone once done
+    assert names == ["config.json", "controller.c", "controller.json", "controller.py", "distillation.npz",
+                     "metrics.json", "rules.txt", "tree.dot", "tree.svg"]  # the checkpoint folder is gone once done
     metrics = json.loads((swimmer_tree / "metrics.json").read_text())
     assert metrics["leaves"] <= 4 and metrics["weighting"] == "critic"
     assert len(metrics["student_returns"]) == len(metrics["teacher_returns"]) == 2
