@@ -29,7 +29,7 @@ from interp_rl.teachers import Teacher, check_teacher
 if TYPE_CHECKING:
     from distill.methods import Method
 
-__all__ = ["CONFIG_FILE", "METRICS_FILE", "Distillation", "run_job"]
+__all__ = ["CONFIG_FILE", "METRICS_FILE", "Distillation", "refit_like", "run_job", "write_controller_files"]
 
 log = logging.getLogger(__name__)
 CONFIG_FILE = "config.json"
@@ -67,6 +67,10 @@ class Distillation(BaseEstimator):
         Keep the sparsest fit whose return is at least ``best - sweep_tolerance * |best|``.
     sweep_episodes : int, default=10
         Held-out episodes scoring each fit of the sweep.
+    repair : FailureRepair, default=None
+        After DAgger (and the sweep): targeted DAgger from the run-up to the controller's failures, the student
+        refitted within its budget (:class:`~distill.repair.FailureRepair`); skipped when ``None`` or its
+        ``n_rounds`` is 0.
 
     Attributes
     ----------
@@ -84,11 +88,16 @@ class Distillation(BaseEstimator):
     sweep_ : dict
         The sparsity sweep: one row per value (size, return mean, worst and spread), the best return and the
         kept value (empty when it did not run).
+    repair_ : dict
+        The repair's rounds and the kept one (empty when it did not run).
+    data_ : tuple or None
+        ``(X, y, sample_weight)``: the teacher-labelled states the final student was fitted on (weights ``None``
+        when uniform); ``None`` without DAgger.
     """
 
     def __init__(self, dagger: DAgger | None = None, tuner: Any = None, rl: Any = None,
                  collapse_atol: float = 0.0, scratch: Any = None, sweep: str = "", sweep_param: str = "",
-                 sweep_tolerance: float = 0.05, sweep_episodes: int = 10) -> None:
+                 sweep_tolerance: float = 0.05, sweep_episodes: int = 10, repair: Any = None) -> None:
         self.dagger = dagger
         self.tuner = tuner
         self.rl = rl
@@ -98,6 +107,7 @@ class Distillation(BaseEstimator):
         self.sweep_param = sweep_param
         self.sweep_tolerance = sweep_tolerance
         self.sweep_episodes = sweep_episodes
+        self.repair = repair
 
     def _sweep_values(self) -> list[Any]:
         """The sweep's values, parsed (ints where whole, ``none`` as ``None``); [] when off."""
@@ -121,7 +131,7 @@ class Distillation(BaseEstimator):
     def _validate_params(self) -> None:
         """Check every setting of every part; a bad one raises the one-line template error."""
         (self.dagger or DAgger())._validate_params()
-        for part in (self.tuner, self.rl, self.scratch):
+        for part in (self.tuner, self.rl, self.scratch, self.repair):
             if part is not None:
                 part._validate_params()
         check_float(self.collapse_atol, "collapse_atol", "Distillation")
@@ -163,6 +173,14 @@ class Distillation(BaseEstimator):
         self.sweep_: dict[str, Any] = {}
         if dagger is not None and self._sweep_values():
             student = self._run_sweep(dagger, teacher, env_fn, progress)
+        self.data_: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None
+        if dagger is not None:
+            n = dagger.n_samples_used_
+            self.data_ = (dagger.X_[:n], dagger.y_[:n],
+                          dagger.sample_weight_[:n] if dagger.weighting_ == "critic" else None)
+        self.repair_: dict[str, Any] = {}
+        if self.repair is not None and self.repair.n_rounds > 0:
+            student = self._run_repair(dagger, student, teacher, env_fn, progress)
         self.tuning_: dict[str, Any] = {}
         if self.tuner is not None and self.tuner.n_iter > 0:
             tuner = clone(self.tuner)
@@ -190,6 +208,26 @@ class Distillation(BaseEstimator):
             student = collapse_similar(student, self.collapse_atol)
         self.dagger_, self.student_ = dagger, student
         return self
+
+    def _run_repair(self, dagger: DAgger | None, student: Any, teacher: Teacher, env_fn: Callable[[int], Any],
+                    progress: Callable[[dict[str, Any]], None] | None) -> Any:
+        """Targeted DAgger from the run-up to each failure, on DAgger's data; the student refitted as it was made."""
+        if dagger is None or self.data_ is None:
+            raise InterpRLError("Repair refits the student on its distillation data; it needs DAgger (not --start or "
+                                "training from scratch).")
+        from distill.dagger import critic_weights
+
+        critic = dagger.weighting_ == "critic"
+        rng = np.random.default_rng([dagger.seed, 77])
+        rep = clone(self.repair)
+        X, y, w = self.data_
+        t0 = time.perf_counter()
+        rep.fit(student, teacher, env_fn, X, y, w, refit=lambda X, y, w: refit_like(student, X, y, w, critic),
+                label_weights=(lambda o, a: critic_weights(teacher, o, a, n_action_samples=dagger.n_action_samples,
+                                                           rng=rng)) if critic else None, progress=progress)
+        self.data_ = (rep.X_, rep.y_, rep.sample_weight_ if critic else None)
+        self.repair_ = {"history": rep.history_, "best_round": rep.best_round_, "seconds": time.perf_counter() - t0}
+        return rep.student_
 
     def _run_sweep(self, dagger: DAgger, teacher: Teacher, env_fn: Callable[[int], Any],
                    progress: Callable[[dict[str, Any]], None] | None) -> Any:
@@ -238,6 +276,12 @@ class Distillation(BaseEstimator):
                          "history": trainer.history_, "kept_step": meta.get("model_step"),
                          "kept_return": meta.get("model_eval_return")}
         return trainer.student_
+
+
+def refit_like(student: Any, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, weighted: bool) -> Any:
+    """A new student with ``student``'s settings (size limits, seed, bounds) fitted on ``X``, ``y``."""
+    fresh = clone(student)
+    return fresh.fit(X, y, sample_weight=w) if weighted else fresh.fit(X, y)
 
 
 def _sweep_figure(sweep: dict[str, Any], path: Path, title: str) -> None:
@@ -318,7 +362,6 @@ def run_job(
         The metrics written to ``metrics.json``.
     """
     from interp_rl.compare import compare
-    from interp_rl.export import write_exports
 
     check_teacher(teacher, f"distill {method.name}")
     resolved = method.resolve(settings)
@@ -384,6 +427,8 @@ def run_job(
         "tuning": estimator.tuning_,
         "rl": estimator.rl_,
     }
+    if estimator.repair_:
+        metrics["repair"] = estimator.repair_
     if subset is not None:
         metrics["feature_subset"] = subset
     if estimator.scratch_:
@@ -412,25 +457,33 @@ def run_job(
             teacher, controller, resolved["attribution_states"], resolved["seed"])
         shown = ("teacher_return", "student_return", "percent_of_teacher", "worst_percent_of_teacher")
         controller.metadata["metrics"] = {k: metrics[k] for k in shown}
-    _save_evidence(out, dagger, start)
-    paths = write_exports(controller, out, force=True)
-    metrics["export_bytes"] = {k: Path(p).stat().st_size for k, p in paths.items()}
-    atomic_write_text(out / "rules.txt", controller.program.explain(controller) + "\n")
-    _picture(controller, out, f"{teacher.task} {method.name} ({_size_text(size)})", metrics)
-    atomic_write_text(out / METRICS_FILE, json.dumps(json_safe(metrics), indent=1) + "\n")
+    _save_evidence(out, estimator.data_, start)
+    write_controller_files(controller, out, metrics, f"{teacher.task} {method.name} ({_size_text(size)})")
     shutil.rmtree(ckpt, ignore_errors=True)
     return metrics
 
 
-def _save_evidence(out: Path, dagger: DAgger | None, start: str | Path | None) -> None:
+def write_controller_files(controller: Controller, out: str | Path, metrics: dict[str, Any], title: str) -> None:
+    """What every controller folder holds beside ``controller.json``: the Python and C exports, ``rules.txt``, the
+    picture (``KIND.dot``, and ``KIND.svg`` with Graphviz) and ``metrics.json`` (last: its presence says done)."""
+    from interp_rl.export import write_exports
+
+    out = Path(out)
+    paths = write_exports(controller, out, force=True)
+    metrics["export_bytes"] = {k: Path(p).stat().st_size for k, p in paths.items()}
+    atomic_write_text(out / "rules.txt", controller.program.explain(controller) + "\n")
+    _picture(controller, out, title, metrics)
+    atomic_write_text(out / METRICS_FILE, json.dumps(json_safe(metrics), indent=1) + "\n")
+
+
+def _save_evidence(out: Path, data: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None,
+                   start: str | Path | None) -> None:
     """Keep the states the student was fitted on beside the controller (``distillation.npz``), so that diagnosis
     can show the evidence each piece rests on; a fine-tuned controller keeps its start's."""
     from interp_rl.evidence import DATA_FILE, DistillationData, save_data
 
-    if dagger is not None:
-        n = dagger.n_samples_used_
-        weights = dagger.sample_weight_[:n] if dagger.weighting_ == "critic" else None
-        save_data(out, DistillationData(dagger.X_[:n], dagger.y_[:n], weights))
+    if data is not None:
+        save_data(out, DistillationData(*data))
     elif start is not None and (Path(start) / DATA_FILE).is_file() and Path(start).resolve() != out.resolve():
         shutil.copyfile(Path(start) / DATA_FILE, out / DATA_FILE)
 

@@ -26,6 +26,7 @@ from distill.finetune import LeafTuner
 from distill.job import Distillation
 from distill.linear import LinearPolicy
 from distill.moe import MixturePolicy
+from distill.repair import FailureRepair
 from distill.rl import CriticTuner
 from distill.scratch import ScratchTrainer
 from distill.silver import SILVERPolicy
@@ -115,6 +116,20 @@ def _rl_options() -> tuple[Option, ...]:
         Option("rl_bc_weight", ("rl__bc_weight",), "Pull towards the teacher's actions while fine-tuning.", float),
         Option("rl_trust_weight", ("rl__trust_weight",), "Pull towards the starting controller's own actions while "
                "fine-tuning (a trust region).", float),
+    )
+
+
+def _repair_options() -> tuple[Option, ...]:
+    """Repair from diagnosis after DAgger (``Distillation(repair=FailureRepair(...))``)."""
+    return (
+        Option("repair_rounds", ("repair__n_rounds",), "Rounds of targeted DAgger from the run-up to the controller's "
+               "failures (points of no return found by teacher takeovers), the student refitted; the best round on "
+               "held-out episodes is kept (0: off)."),
+        Option("repair_episodes", ("repair__episodes",), "Fresh episodes per repair round in which failures are "
+               "looked for."),
+        Option("repair_window", ("repair__window",), "Steps before each point of no return whose states are "
+               "revisited."),
+        Option("repair_weight", ("repair__weight",), "Sample weight of the repair rows.", float),
     )
 
 
@@ -291,7 +306,7 @@ register_method(Method(
     description="decision tree with sparse-linear or constant leaves (DAgger)",
     size="max_leaves",
     make=lambda: Distillation(dagger=DAgger(TreePolicy()), tuner=LeafTuner(n_iter=0), rl=CriticTuner(),
-                              sweep_param="max_leaves"),
+                              sweep_param="max_leaves", repair=FailureRepair()),
     options=(
         Option("max_leaves", ("dagger__student__max_leaves",), "Leaf limit."),
         Option("max_depth", ("dagger__student__max_depth",), "Depth limit."),
@@ -300,8 +315,9 @@ register_method(Method(
                "(none: all)."),
         Option("split_on", ("dagger__student__split_on",), "'auto', 'constant' (CART), 'linear' (model tree) or "
                "'residual' (CART on a global linear fit's residual).", str),
-        *_dagger_options(("dagger__seed", "tuner__seed", "rl__seed")),
+        *_dagger_options(("dagger__seed", "tuner__seed", "rl__seed", "repair__seed")),
         *_sweep_options("--max-leaves"),
+        *_repair_options(),
         Option("tune_iterations", ("tuner__n_iter",), "ARS updates of the leaves on the return after "
                "distillation (0: off)."),
         Option("tune_directions", ("tuner__n_directions",), "Random directions per ARS update."),
@@ -318,12 +334,14 @@ register_method(Method(
     name="linear",
     description="sparse linear policy, one equation per action (DAgger)",
     size="max_terms",
-    make=lambda: Distillation(dagger=DAgger(LinearPolicy()), rl=CriticTuner(), sweep_param="max_terms"),
+    make=lambda: Distillation(dagger=DAgger(LinearPolicy()), rl=CriticTuner(), sweep_param="max_terms",
+                              repair=FailureRepair()),
     options=(
         Option("max_terms", ("dagger__student__max_terms",), "Features per action (none: all)."),
         Option("alpha", ("dagger__student__alpha",), "Ridge penalty on standardised features.", float),
-        *_dagger_options(("dagger__seed", "rl__seed")),
+        *_dagger_options(("dagger__seed", "rl__seed", "repair__seed")),
         *_sweep_options("--max-terms"),
+        *_repair_options(),
         *_rl_options(),
     ),
     picture_note="edge width: typical size of the term in visited states",
@@ -333,7 +351,8 @@ register_method(Method(
     name="moe",
     description="mixture of sparse linear experts and a router (SMOSE; DAgger)",
     size="experts",
-    make=lambda: Distillation(dagger=DAgger(MixturePolicy()), rl=CriticTuner(), scratch=ScratchTrainer()),
+    make=lambda: Distillation(dagger=DAgger(MixturePolicy()), rl=CriticTuner(), scratch=ScratchTrainer(),
+                              repair=FailureRepair()),
     options=(
         Option("experts", ("dagger__student__n_experts",), "Number of linear experts."),
         Option("router", ("dagger__student__router",), "'linear' (the highest score acts), 'tree' (one decision "
@@ -348,7 +367,8 @@ register_method(Method(
         Option("gate_noise", ("dagger__student__gate_noise",), "Noise on the router's scores while training.",
                float),
         Option("train_steps", ("dagger__student__n_steps",), "Gradient steps of the end-to-end training."),
-        *_dagger_options(("dagger__seed", "rl__seed", "scratch__seed")), *_rl_options(),
+        *_dagger_options(("dagger__seed", "rl__seed", "scratch__seed", "repair__seed")), *_repair_options(),
+        *_rl_options(),
         Option("scratch_steps", ("scratch__n_steps",), "Instead of distilling, train the mixture (linear router) by "
                "RL from scratch for this many environment steps on the teacher's task; the teacher is only the "
                "yardstick (0: off).", int),
@@ -362,7 +382,8 @@ register_method(Method(
     name="sindy",
     description="sparse equations over a library of terms (SINDy policy, pysindy; DAgger)",
     size="max_terms",
-    make=lambda: Distillation(dagger=DAgger(SINDyPolicy()), rl=CriticTuner(), sweep_param="max_terms"),
+    make=lambda: Distillation(dagger=DAgger(SINDyPolicy()), rl=CriticTuner(), sweep_param="max_terms",
+                              repair=FailureRepair()),
     options=(
         Option("max_terms", ("dagger__student__max_terms",), "Non-zero terms of the whole controller, all actions "
                "together (none: as the threshold leaves)."),
@@ -375,8 +396,9 @@ register_method(Method(
                float),
         Option("ensemble", ("dagger__student__ensemble",), "Bagged fits whose median coefficients are kept "
                "(pysindy's EnsembleOptimizer; 0: one fit)."),
-        *_dagger_options(("dagger__seed", "rl__seed")),
+        *_dagger_options(("dagger__seed", "rl__seed", "repair__seed")),
         *_sweep_options("--max-terms"),
+        *_repair_options(),
         *_rl_options(),
     ),
     picture_note="edge width: typical size of the term in visited states",

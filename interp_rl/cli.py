@@ -480,7 +480,12 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
                            total=None if start is not None or scratch else resolved["iterations"] + 1)
 
         def on_round(row: dict[str, Any]) -> None:
-            if "round" in row:
+            if "repair_round" in row:
+                ret = row.get("return_mean")
+                found = "" if row.get("failed") is None else f", {row['failed']} failed of {row['episodes']}"
+                bar.update(job, description=f"Repair round {row['repair_round']}{found}"
+                                            + (f", held-out return {ret:.0f}" if ret is not None else ""))
+            elif "round" in row:
                 ret = row.get("return_mean")
                 bar.update(job, completed=row["round"] + 1, description=(
                     f"DAgger round {row['round']}" + (f": return {ret:.0f}" if ret == ret and ret is not None
@@ -543,6 +548,8 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
         out.print(table)
         out.print(f"Best return {best:.1f}; plotted in sweep.png.", markup=False)
     written = ["controller.json", "controller.py", "controller.c", "rules.txt", f"{kind}.dot"]
+    if (out_dir / "distillation.npz").is_file():
+        written.insert(1, "distillation.npz")
     if metrics.get("picture", "").endswith(".svg"):
         written.append(metrics["picture"])
     if metrics.get("sweep"):
@@ -804,6 +811,12 @@ def diagnose(
     frames: Annotated[bool, typer.Option(help="Draw frames around the points of no return.")] = True,
     attribution: Annotated[bool, typer.Option(help="Shapley values of teacher and controller at critical states.")
                            ] = True,
+    repair: Annotated[bool, typer.Option(
+        help="Then repair it: targeted DAgger from the run-up to its failures, refitted as its method made it (and "
+             "fine-tuned on the return if it was); written to OUT/repaired, measured before and after on other "
+             "fresh episodes.")] = False,
+    repair_rounds: Annotated[int, typer.Option(help="Repair rounds (each on new episodes).")] = 3,
+    repair_episodes: Annotated[int, typer.Option(help="Episodes per repair round.")] = 50,
     legacy_model: Annotated[bool, typer.Option(help="Walker2d: use the pre-v5 model file.")] = False,
 ) -> None:
     """Find out why a controller fails where its teacher would not: failure rate, points of no return, critical
@@ -853,7 +866,32 @@ def diagnose(
         d = run_diagnosis(ctrl, t, episodes=episodes, seed=DIAGNOSE_SEED if seed is None else seed, window=window,
                           critical=critical, horizon=horizon, neighbours=neighbours, data=evidence,
                           evidence_note=note, attribution=attribution, frames=frames, progress=progress)
-    paths = write_diagnosis(d, out_dir, command=_rerun_command(False))
+    repaired = None
+    if repair:
+        from distill.repair import repair_controller
+        from interp_rl._validation import check_int
+
+        check_int(repair_rounds, "repair_rounds", "diagnose")
+        with Progress(console=err, transient=True, disable=not sys.stderr.isatty()) as bar:
+            job = bar.add_task("Repairing", total=None)
+
+            def on_repair(row: dict[str, Any]) -> None:
+                if "repair_round" not in row:
+                    text = f"Fine-tuning the repaired controller: {row.get('step')} transitions"
+                elif row["repair_round"] == 0:
+                    text = "Repair: the controller as it is scored on held-out episodes"
+                else:
+                    text = (f"Repair round {row['repair_round']}: {row['failed']} of {row['episodes']} episodes "
+                            f"failed, {row['rows']} teacher-labelled states added")
+                bar.update(job, description=text)
+                if not sys.stderr.isatty():
+                    print(text, file=sys.stderr, flush=True)
+
+            repaired = repair_controller(controller if controller.is_dir() else controller.parent, t,
+                                         out_dir / "repaired", rounds=repair_rounds, episodes=repair_episodes,
+                                         window=window, measure_episodes=episodes, measure_seed=d.seed + 1_000_000,
+                                         seed=0 if seed is None else seed, progress=on_repair)
+    paths = write_diagnosis(d, out_dir, command=_rerun_command(False), repair=repaired)
     lo, hi = d.rate_interval
     out.print(f"{d.n_failed} of {d.episodes} episodes failed ({100 * d.rate:.1f}%, 95% interval {100 * lo:.1f}-"
               f"{100 * hi:.1f}%), below half the teacher's mean {d.teacher_mean:.1f}.")
@@ -863,6 +901,14 @@ def diagnose(
         out.print(f"  seed {fe.seed}: {fe.percent_of_teacher:.1f}% of the teacher, {where}{worst}")
     if d.n_failed > 10:
         out.print(f"  ... and {d.n_failed - 10} more (see the report)")
+    if repaired is not None:
+        ba = repaired["before_after"]
+        for name in ("before", "after"):
+            r = ba[name]
+            out.print(f"{name.capitalize()} repair, {ba['episodes']} other fresh episodes: "
+                      f"{r['percent_of_teacher']:.1f}% of the teacher, worst {r['worst_percent_of_teacher']:.1f}%, "
+                      f"{r['failures']} failed.")
+        out.print(f"Wrote the repaired controller to {out_dir / 'repaired'}")
     out.print(f"Wrote {paths['html']}, {paths['markdown']} and {paths['json']} ({time.perf_counter() - t0:.0f} s)")
 
 

@@ -41,7 +41,7 @@ from interp_rl.simstate import SimState
 from interp_rl.teachers import Teacher, check_teacher
 
 __all__ = ["DIAGNOSE_SEED", "CriticalState", "Diagnosis", "FailedEpisode", "Takeover", "critic_gaps", "diagnose",
-           "failure_interval", "points_of_no_return"]
+           "failure_interval", "failure_profile", "points_of_no_return"]
 
 #: First reset seed of a diagnosis: far from the seeds distillation, selection and evaluation use.
 DIAGNOSE_SEED = 10_000_000
@@ -159,6 +159,26 @@ def failure_interval(failures: int, episodes: int, level: float = 0.95) -> tuple
         return (float("nan"), float("nan"))
     ci = binomtest(int(failures), int(episodes)).proportion_ci(confidence_level=level, method="exact")
     return float(ci.low), float(ci.high)
+
+
+def failure_profile(policies: dict[str, Any], teacher: Any, *, episodes: int, seed: int,
+                    n_envs: int = 8) -> dict[str, Any]:
+    """Each policy and the teacher on the same ``episodes`` fresh episodes (seeds ``seed ...``): mean and worst
+    episode as % of the teacher's mean, failures (below half of it) with their Clopper-Pearson interval."""
+    from interp_rl.rollouts import evaluate
+
+    t_res = evaluate(teacher, teacher.env_fn, episodes, seed=seed, n_envs=n_envs)
+    mean = t_res.mean_return
+    out: dict[str, Any] = {"episodes": episodes, "first_seed": seed, "teacher_mean": mean,
+                           "threshold": half_of_teacher(mean), "teacher_returns": t_res.returns}
+    for name, policy in policies.items():
+        r = np.asarray(evaluate(policy, teacher.env_fn, episodes, seed=seed, n_envs=n_envs).returns)
+        k = int(np.sum(r < half_of_teacher(mean)))
+        out[name] = {"percent_of_teacher": float(percent_of_teacher(float(r.mean()), mean)),
+                     "worst_percent_of_teacher": float(percent_of_teacher(float(r.min()), mean)),
+                     "failures": k, "rate": k / episodes, "rate_interval": failure_interval(k, episodes),
+                     "returns": r.tolist()}
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- pieces

@@ -149,8 +149,10 @@ def _critical_row(d: Diagnosis, c: CriticalState, pnr: int) -> list[str]:
             _top(att.get("teacher", [])) or "-", _top(att.get("controller", [])) or "-", evidence]
 
 
-def write_diagnosis(d: Diagnosis, out: str | Path, *, command: str = "", details: int = 8) -> dict[str, Path]:
-    """Write ``diagnosis.json``, ``report.md`` (pictures in ``figures/``) and the self-contained ``report.html``."""
+def write_diagnosis(d: Diagnosis, out: str | Path, *, command: str = "", details: int = 8,
+                    repair: dict[str, Any] | None = None) -> dict[str, Path]:
+    """Write ``diagnosis.json``, ``report.md`` (pictures in ``figures/``) and the self-contained ``report.html``;
+    with ``repair`` (the metrics of :func:`distill.repair.repair_controller`) a section on the repair."""
     dest = Path(out)
     if dest.exists() and not dest.is_dir():
         raise InterpRLError(f"--out {str(dest)!r} is a file; name a folder for the diagnosis.")
@@ -260,6 +262,8 @@ def write_diagnosis(d: Diagnosis, out: str | Path, *, command: str = "", details
                 f"{100 * v['failed_share']:.0f}" if d.n_failed else "-"]
                for p, v in sorted(d.graph.nodes.items(), key=lambda kv: (-kv[1]["marked"], -kv[1]["leading"]))])
 
+    if repair is not None:
+        _repair_section(doc, repair)
     doc.h(2, "How this was made")
     items = ["Seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in d.seconds.items()),
              f"Teacher: `{d.sources.get('teacher', '')}`"]
@@ -273,3 +277,30 @@ def write_diagnosis(d: Diagnosis, out: str | Path, *, command: str = "", details
 
 def graph_label(d: Diagnosis, piece: int) -> str:
     return d.graph.labels.get(piece, str(piece))
+
+
+def _repair_section(doc: Document, repair: dict[str, Any]) -> None:
+    ba = repair["before_after"]
+    doc.h(2, "Repair")
+    rows = repair["repair"]["history"]
+    doc.p("Targeted DAgger from the run-up to each failure: in each round, fresh episodes are diagnosed, the states "
+          "before each point of no return restored, the controller lets act from them while the teacher labels "
+          "every state, and the student refitted on its distillation data plus these rows (the same size limits). "
+          f"Kept: round {repair['repair']['best_round']} (0: the controller as it was), chosen on held-out "
+          "episodes." + (" It was then fine-tuned on the return, as the original was." if repair.get("rl") else ""))
+    doc.table(["round", "failed episodes found", "rows added", "held-out score", "held-out mean", "held-out worst"],
+              [[str(r["round"]), "-" if r.get("failed") is None else f"{r['failed']} of {r.get('episodes')}",
+                str(r.get("rows", 0)), "-" if r.get("score") is None else f"{r['score']:.1f}",
+                "-" if r.get("return_mean") is None else f"{r['return_mean']:.1f}",
+                "-" if r.get("return_min") is None else f"{r['return_min']:.1f}"] for r in rows])
+    doc.p("Held-out score: the mean of the mean return and of the worst quarter's mean return.")
+    doc.p(f"Before and after, on {ba['episodes']} other fresh episodes (seeds {ba['first_seed']} on; the teacher's "
+          f"mean there {ba['teacher_mean']:.1f}):")
+    table = []
+    for name in ("before", "after"):
+        r = ba[name]
+        lo, hi = r["rate_interval"]
+        table.append([name, _pct(r["percent_of_teacher"]), _pct(r["worst_percent_of_teacher"]),
+                      f"{r['failures']} ({100 * lo:.1f}-{100 * hi:.1f}%)"])
+    doc.table(["controller", "mean, % of teacher", "worst episode, % of teacher", "failed episodes (95% interval)"],
+              table)
