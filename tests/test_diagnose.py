@@ -245,3 +245,47 @@ def test_cli_without_distillation_data_says_so_in_one_line(shared_teachers, tmp_
     res = runner.invoke(app, ["diagnose", str(folder), "--teacher", str(hopper), "--out", str(tmp_path / "f")])
     assert res.exit_code == 1 and res.stderr.strip() == (
         f"Error: --out {str(tmp_path / 'f')!r} is a file; name a folder for the diagnosis.")
+
+
+def test_repair_labels_the_run_up_with_the_teacher_and_keeps_the_better_student(teachers, single_torch_thread):
+    from distill.linear import LinearPolicy
+    from distill.repair import FailureRepair
+
+    teacher = teachers["ppo_hopper"]
+    start = _zero_controller(teacher)
+    X = np.zeros((10, 11))
+    y = np.zeros((10, 3))
+    fits: list[int] = []
+
+    def refit(X, y, w):
+        fits.append(len(X))
+        return LinearPolicy(action_low=teacher.action_low, action_high=teacher.action_high).fit(X, y)
+
+    rep = FailureRepair(1, episodes=2, window=20, stride=5, horizon=10, select_episodes=2).fit(
+        start, teacher, None, X, y, None, refit=refit)
+    row = rep.history_[1]
+    assert row["failed"] == 2 and row["starts"] == 8  # every episode falls; 4 run-up states each
+    assert 8 <= row["rows"] <= 80 and fits == [10 + row["rows"]]
+    new_x, new_y = rep.X_[10:], rep.y_[10:]
+    if rep.best_round_ == 1:
+        assert np.array_equal(new_y, teacher.predict(new_x))  # the teacher labels every revisited state
+        assert rep.student_ is not start
+    else:
+        assert rep.student_ is start and len(rep.X_) == 10
+    scores = [r["score"] for r in rep.history_]
+    assert rep.history_[rep.best_round_]["score"] == max(s for s in scores if s is not None)
+
+
+def test_distill_with_repair_keeps_the_repair_rows_with_the_controller(shared_teachers, tmp_path, single_torch_thread):
+    hopper = teacher_zip(shared_teachers, "ppo", "Hopper")
+    out = tmp_path / "tree"
+    res = runner.invoke(app, ["distill", "tree", "--teacher", str(hopper), "--out", str(out), "--max-leaves", "4",
+                              "--iterations", "1", "--steps", "1000", "--eval-episodes", "2", "--seed", "2",
+                              "--repair-rounds", "1", "--repair-episodes", "3", "--repair-window", "20"])
+    assert res.exit_code == 0, res.stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    history = metrics["repair"]["history"]
+    assert [r["round"] for r in history] == [0, 1]
+    kept = metrics["repair"]["best_round"]
+    added = history[1]["rows"] if kept == 1 else 0
+    assert len(load_data(out)) == 2000 + added
