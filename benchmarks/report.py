@@ -571,6 +571,28 @@ def _compared_records(res: Path, suite: dict[str, Any], own: list[dict[str, Any]
     return out
 
 
+def repair_pairs(summary: dict[str, list[Group]]) -> list[list[str]]:
+    """Rows comparing each method with its ``-repair`` twin (same teacher and size): mean %, worst %, % below half,
+    before → after."""
+    rows = []
+    for teacher, groups in summary.items():
+        by = {(g.method, str(g.size)): g for g in groups}
+        for g in groups:
+            if "-repair" not in g.method:
+                continue
+            base = by.get((g.method.replace("-repair", "", 1), str(g.size)))
+            if base is None:
+                continue
+
+            def pair(a: float | None, b: float | None) -> str:
+                return f"{_f(a, '.1f')} → {_f(b, '.1f')}"
+
+            rows.append([teacher, f"{base.method} → {g.method}", f"{len(base.records)} / {len(g.records)}",
+                         pair(float(np.mean(base.percents)), float(np.mean(g.percents))),
+                         pair(base.worst_percent, g.worst_percent), pair(base.below_half, g.below_half)])
+    return rows
+
+
 def sparsest_within(summary: dict[str, list[Group]], tolerance: float = 0.05) -> list[str]:
     """Per teacher and method run at several sizes: the best size (mean % of teacher over seeds) and the sparsest
     size (fewest non-zero terms, else parameters) whose mean is within ``tolerance`` of the best's (relative).
@@ -809,6 +831,15 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
                   + (f" (≤ {targets['parameters']:g})" if "parameters" in targets else "")
                   + ", by the mean % of teacher over seeds.")
             doc.bullets(lines)
+
+    if rows := repair_pairs(summary):
+        doc.h(2, "Repair from diagnosis: before and after")
+        doc.p("Per teacher, each method next to the same method with repair from diagnosis (`-repair`: targeted "
+              "DAgger from the run-up to each failure, `interp-rl distill ... --repair-rounds`), the seeds together "
+              "as in the targets table: mean % of teacher, worst episode %, and % of the failure-rate episodes "
+              "below half the teacher's mean (before → after).")
+        doc.table(["teacher", "method → repaired", "seeds", "mean % of teacher", "worst episode %",
+                   "% of episodes below half"], rows)
 
     if lines := sparsest_within(summary):
         doc.h(2, "Sparsity: the sparsest within 5% of the best")

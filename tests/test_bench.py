@@ -204,6 +204,22 @@ def test_aggregate_uses_the_seeds_every_task_ran_and_names_what_it_leaves_out() 
                                               "tree 8: no seed that every task ran"]
 
 
+def test_repair_pairs_put_each_method_next_to_its_repaired_twin() -> None:
+    from benchmarks.report import repair_pairs
+
+    def group(method: str, percents: list[float], worst: float, fails: list[bool]) -> Group:
+        recs = [{"percent_of_teacher": p, "cell": {"seed": s}, "size": {}, "teacher": {"return_mean": 100.0},
+                 "student": {"returns": [worst, p]},
+                 "failures": {"threshold": 50.0, "returns": [10.0 if f else 90.0 for f in fails]}}
+                for s, p in enumerate(percents)]
+        return Group("T-v5", "T", method, 8, recs)
+
+    summary = {"T": [group("moe-rl", [80.0, 90.0], 20.0, [True, False]), group("moe-repair-rl", [95.0], 80.0, [False]),
+                     group("tree", [50.0], 1.0, [True])]}
+    assert repair_pairs(summary) == [["T", "moe-rl → moe-repair-rl", "2 / 1", "85.0 → 95.0", "20.0 → 80.0",
+                                      "50.0 → 0.0"]]
+
+
 # ----------------------------------------------------------------------------- suites
 def test_shipped_suites_load_and_expand_to_cells() -> None:
     assert {"quick", "mujoco", "demo", "smose", "sindy"} <= set(builtin_suites())
