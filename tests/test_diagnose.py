@@ -289,3 +289,20 @@ def test_distill_with_repair_keeps_the_repair_rows_with_the_controller(shared_te
     kept = metrics["repair"]["best_round"]
     added = history[1]["rows"] if kept == 1 else 0
     assert len(load_data(out)) == 2000 + added
+
+
+def test_frames_are_drawn_or_the_reason_is_one_line():
+    import os
+
+    from interp_rl._frames import render_states
+
+    env_fn = env_factory("Hopper-v5")
+    ran = run_episodes(_Drift(11, 3), env_fn, [0], n_envs=1, record=True, snapshots=True)
+    frames, why = render_states(env_fn, ran.rollout.states[:3], width=64, height=48)
+    if why:
+        assert not frames and "\n" not in why and why.startswith("no offscreen rendering backend works here")
+        assert not os.environ.get("CI"), f"CI installs EGL for the frames: {why}"
+    else:
+        assert len(frames) == 3 and frames[0].shape == (48, 64, 3) and frames[0].std() > 0
+    frames, why = render_states(env_factory("CartPole-v1"), [], width=64, height=48)
+    assert (frames, why) == ([], "")
