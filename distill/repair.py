@@ -136,8 +136,9 @@ class FailureRepair(BaseEstimator):
             t0 = time.perf_counter()
             first = self.seed + REPAIR_SEED_OFFSET + (rnd - 1) * self.episodes
             seeds = list(range(first, first + self.episodes))
-            t_run = evaluate(teacher, env_fn, self.episodes, seed=first, n_envs=self.n_envs)
-            threshold = half_of_teacher(t_run.mean_return)
+            t_run = run_episodes(teacher, env_fn, seeds, n_envs=self.n_envs)
+            t_fell = t_run.terminated
+            threshold = half_of_teacher(float(np.mean(t_run.returns)))
             c_run = run_episodes(current, env_fn, seeds, n_envs=self.n_envs, record=True, snapshots=True)
             ro = c_run.rollout
             assert ro is not None
@@ -145,7 +146,8 @@ class FailureRepair(BaseEstimator):
             rows = {i: np.flatnonzero(ro.episodes == i) for i in bad}
             found = points_of_no_return(
                 teacher, env_fn, [[ro.states[r] for r in rows[i]] for i in bad], [ro.rewards[rows[i]] for i in bad],
-                threshold, recovered_at_start=[t_run.returns[i] >= threshold for i in bad], n_envs=self.n_envs)
+                threshold, recovered_at_start=[t_run.returns[i] >= threshold for i in bad],
+                stays_up=[not fell for fell in np.asarray(t_fell)[bad]] if bad else [], n_envs=self.n_envs)
             starts = []
             for i, (pnr, _) in zip(bad, found, strict=True):
                 if pnr is None:

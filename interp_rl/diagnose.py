@@ -5,8 +5,9 @@ controller fails (its return below half the teacher's mean on those episodes, th
 definition), finds
 
 * the **point of no return**: the first step from which the teacher, taking over from the exact simulator state
-  (:mod:`interp_rl.simstate`), no longer brings the episode above that line. It is found by bisection over the
-  episode, each takeover a real rollout: the takeover one step before it recovers, the one at it does not;
+  (:mod:`interp_rl.simstate`), no longer brings the episode above that line without falling (where the teacher's
+  own episode does not fall). It is found by bisection over the episode, each takeover a real rollout: the
+  takeover one step before it recovers, the one at it does not;
 * the **critical states** before it: the steps where the controller's action costs most by the teacher's own
   judgement, the critic gap ``Q(s, a_teacher) - Q(s, a_controller)`` for a Q-function teacher, or for a teacher
   with a state value only a short look-ahead: ``horizon`` steps of the teacher after its own first action or after
@@ -195,12 +196,16 @@ def _pieces(controller: Controller) -> tuple[Callable[[np.ndarray], np.ndarray],
 # ---------------------------------------------------------------------------------------------- takeovers
 def points_of_no_return(teacher: Any, env_fn: Callable[[int], Any], states: list[list[SimState]],
                         rewards: list[np.ndarray], threshold: float, *, recovered_at_start: list[bool],
-                        n_envs: int = 8, progress: Progress | None = None) -> list[tuple[int | None, list[Takeover]]]:
+                        stays_up: list[bool] | None = None, n_envs: int = 8,
+                        progress: Progress | None = None) -> list[tuple[int | None, list[Takeover]]]:
     """Bisect each failed episode for the first step from which a teacher takeover no longer recovers.
 
     ``states[e]`` are the episode's recorded states (step 0 ... L-1), ``rewards[e]`` the controller's rewards there.
     A takeover at step ``t`` is a real rollout of the teacher from ``states[e][t]`` to the episode's end; it
-    recovers when the controller's rewards before ``t`` plus the teacher's reach ``threshold``. The search keeps
+    recovers when the controller's rewards before ``t`` plus the teacher's reach ``threshold`` and, where
+    ``stays_up[e]`` (the teacher's own episode on that seed ran to its time limit), the teacher does not fall
+    (the task does not terminate) either: a takeover that only collects enough return before falling has not
+    recovered. The search keeps
     "recovers at ``lo``, fails at ``hi``" (``lo = 0``: the teacher's own episode, ``recovered_at_start``; ``hi = L``:
     the controller's own), so it returns ``hi`` with a recovering takeover at ``hi - 1``. The takeovers of all
     episodes of one bisection round run together.
@@ -220,9 +225,9 @@ def points_of_no_return(teacher: Any, env_fn: Callable[[int], Any], states: list
         mids = [(lo[e] + hi[e]) // 2 for e in todo]
         ran = run_episodes(teacher, env_fn, [states[e][m] for e, m in zip(todo, mids, strict=True)],
                            n_envs=min(n_envs, len(todo)))
-        for e, m, ret in zip(todo, mids, ran.returns, strict=True):
+        for e, m, ret, fell in zip(todo, mids, ran.returns, ran.terminated, strict=True):
             total = float(prefix[e][m] + ret)
-            ok = total >= threshold
+            ok = total >= threshold and not (fell and stays_up is not None and stays_up[e])
             log[e].append(Takeover(m, total, ok))
             if ok:
                 lo[e] = m
@@ -388,7 +393,8 @@ def diagnose(
     found = points_of_no_return(
         teacher, env_fn, [[c_ro.states[r] for r in rows[i]] for i in failed_idx],
         [c_ro.rewards[rows[i]] for i in failed_idx], threshold,
-        recovered_at_start=[t_run.returns[i] >= threshold for i in failed_idx], n_envs=n_envs, progress=progress)
+        recovered_at_start=[t_run.returns[i] >= threshold for i in failed_idx],
+        stays_up=[not t_run.terminated[i] for i in failed_idx], n_envs=n_envs, progress=progress)
     lap("points of no return")
     failed: list[FailedEpisode] = []
     for i, (pnr, log) in zip(failed_idx, found, strict=True):

@@ -177,8 +177,9 @@ def write_diagnosis(d: Diagnosis, out: str | Path, *, command: str = "", details
 
     doc.h(2, "Failed episodes and their points of no return")
     doc.p("The point of no return is the first step from which the teacher, taking over from the exact simulator "
-          "state, no longer brings the episode above the failure line: found by bisection, each takeover a real "
-          "rollout (the return counts the controller's rewards before the takeover and the teacher's after it).")
+          "state, no longer brings the episode above the failure line without falling (where its own episode on "
+          "that seed does not fall): found by bisection, each takeover a real rollout (the return counts the "
+          "controller's rewards before the takeover and the teacher's after it).")
     if d.failed:
         rows = []
         for fe in d.failed:
