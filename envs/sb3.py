@@ -460,6 +460,31 @@ class SB3Teacher:
 
     act = predict
 
+    def latent(self, obs: np.ndarray) -> np.ndarray:
+        """The policy network's last hidden layer at ``obs`` ``(n, hidden)``: what the agent's actions are a function
+        of, the states as the agent sees them (ARLIN clusters these into the abstract states of its graph)."""
+        import torch as th
+
+        arr, _ = self._prepare(np.atleast_2d(obs))
+        policy = self.model.policy
+        with th.no_grad(), torch_threads(self.threads):
+            o = th.as_tensor(arr)
+            if hasattr(policy, "actor") and hasattr(policy.actor, "latent_pi"):  # SAC, TQC
+                h = policy.actor.latent_pi(policy.actor.extract_features(o, policy.actor.features_extractor))
+            elif hasattr(policy, "actor") and hasattr(policy.actor, "mu"):  # TD3, DDPG: all but the output layer
+                feats = policy.actor.extract_features(o, policy.actor.features_extractor)
+                h = policy.actor.mu[:-2](feats) if len(policy.actor.mu) > 2 else feats
+            elif hasattr(policy, "mlp_extractor"):  # PPO, A2C, TRPO
+                h = policy.mlp_extractor.forward_actor(policy.extract_features(o, policy.pi_features_extractor)
+                                                       if hasattr(policy, "pi_features_extractor")
+                                                       else policy.extract_features(o))
+            elif hasattr(policy, "q_net"):  # DQN
+                net = policy.q_net
+                h = net.q_net[:-1](net.extract_features(o, net.features_extractor))
+            else:
+                raise TeacherLoadError(f"No hidden layer to read in the {self.algo.upper()} agent's policy.")
+        return np.asarray(h.numpy(), dtype=np.float64)
+
     def action_scores(self, obs: np.ndarray) -> np.ndarray:
         """What a discrete agent chooses its class by, shape ``(n, n_classes)``; ``predict`` plays the highest.
 

@@ -19,7 +19,9 @@ definition), finds
   the failing state lies from them.
 
 It also counts the **piece graph** over every episode (:mod:`interp_rl.piece_graph`), and the teacher's, by
-clustering the states it visits. :func:`interp_rl.diagnosis_report.write_diagnosis` turns the result into one page.
+clustering the states it visits as its policy network's last hidden layer sees them (``teacher.latent``, as ARLIN
+does; the raw observations for a teacher without one). :func:`interp_rl.diagnosis_report.write_diagnosis` turns
+the result into one page.
 """
 
 from __future__ import annotations
@@ -464,11 +466,14 @@ def diagnose(
                         marks=marks, labels=labels, title=f"{controller.kind} controller: pieces")
     t_order = np.lexsort((np.arange(len(t_ro.episodes)), t_ro.episodes))
     n_clusters = int(np.clip(len(graph.nodes), 2, 12))
-    clusters, _ = cluster_states(t_ro.observations, n_clusters, seed=seed)
+    seen_as, where = t_ro.observations, "its visited states"
+    if callable(getattr(teacher, "latent", None)):  # ARLIN clusters the agent's own hidden layer
+        seen_as, where = np.asarray(teacher.latent(t_ro.observations), dtype=np.float64), "its hidden layer"
+    clusters, _ = cluster_states(seen_as, n_clusters, seed=seed)
     t_fail = (np.asarray(t_run.returns) < threshold).tolist()
     teacher_graph = piece_graph(clusters[t_order], t_ro.episodes[t_order], t_ro.rewards[t_order], failed=t_fail,
                                 labels={c: f"cluster {c + 1}" for c in range(n_clusters)},
-                                title=f"teacher: {n_clusters} clusters of its visited states")
+                                title=f"teacher: {n_clusters} k-means clusters of {where} over its visited states")
     lap("piece graphs")
 
     diag = Diagnosis(

@@ -246,7 +246,8 @@ def write_diagnosis(d: Diagnosis, out: str | Path, *, command: str = "", details
           f"how often, and the mean reward of that step). The **run-up** is the {d.window} steps before each point of "
           "no return: nodes are red by their share of the run-up steps, thick where they act at a point of no "
           "return, and red edges are transitions taken in a run-up. The teacher's graph clusters the states it "
-          "visits instead (k-means, ARLIN's abstraction), for comparison.")
+          "visits instead (k-means on its policy network's last hidden layer, ARLIN's abstraction), for "
+          "comparison.")
     for graph, name in ((d.graph, "pieces"), (d.teacher_graph, "teacher_clusters")):
         dot = graph.to_dot()
         atomic_write_text(dest / "figures" / f"{name}.dot", dot)
