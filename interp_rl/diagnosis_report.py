@@ -180,6 +180,17 @@ def write_diagnosis(d: Diagnosis, out: str | Path, *, command: str = "", details
           "state, no longer brings the episode above the failure line without falling (where its own episode on "
           "that seed does not fall): found by bisection, each takeover a real rollout (the return counts the "
           "controller's rewards before the takeover and the teacher's after it).")
+    with_pnr = [fe for fe in d.failed if fe.no_return is not None]
+    if with_pnr:
+        lead = np.array([fe.length - fe.no_return for fe in with_pnr])
+        at = [d.graph.labels.get(p, str(p)) for p, v in sorted(d.graph.nodes.items(), key=lambda kv: -kv[1]["marked"])
+              if v["marked"]][:3]
+        marked = {p: v["marked"] for p, v in d.graph.nodes.items()}
+        doc.p(f"Across the {len(with_pnr)} failed episodes with a point of no return, it comes a median "
+              f"{int(np.median(lead))} steps before the episode ends (range {int(lead.min())}-{int(lead.max())}), at "
+              f"step {int(np.median([fe.no_return for fe in with_pnr]))} in the median. The pieces acting there most "
+              "often: " + ", ".join(f"{name} ({v} times)" for name, v in zip(
+                  at, sorted((v for v in marked.values() if v), reverse=True), strict=False)) + ".")
     if d.failed:
         rows = []
         for fe in d.failed:
