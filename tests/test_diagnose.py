@@ -307,3 +307,13 @@ def test_frames_are_drawn_or_the_reason_is_one_line():
         assert len(frames) == 3 and frames[0].shape == (48, 64, 3) and frames[0].std() > 0
     frames, why = render_states(env_factory("CartPole-v1"), [], width=64, height=48)
     assert (frames, why) == ([], "")
+
+
+@pytest.mark.parametrize(("key", "width"), [("sac_hopper", 256), ("ppo_hopper", 256), ("trpo_ant", 64)])
+def test_a_teacher_shows_its_last_hidden_layer_for_the_teacher_graph(teachers, key, width):
+    teacher = teachers[key]
+    env = teacher.env_fn(0)
+    obs = np.stack([env.reset(seed=s)[0] for s in range(3)])
+    h = teacher.latent(obs)
+    assert h.shape == (3, width) and np.isfinite(h).all() and np.array_equal(h, teacher.latent(obs))
+    assert np.all(h >= 0) or key == "trpo_ant"  # ReLU layers (the TRPO zoo agent uses tanh)
