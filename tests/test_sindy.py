@@ -241,8 +241,8 @@ def test_cli_distill_sindy_writes_the_same_outputs_as_every_distiller(shared_tea
                               "--eval-episodes", "2", "--fidelity-steps", "200", "--seed", "1"])
     assert res.exit_code == 0, res.stderr
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["config.json", "controller.c", "controller.json", "controller.py", "equations.dot",
-                     "equations.svg", "metrics.json", "rules.txt"]
+    assert names == ["config.json", "controller.c", "controller.json", "controller.py", "distillation.npz",
+                     "equations.dot", "equations.svg", "metrics.json", "rules.txt"]
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["kind"] == "equations" and metrics["nonzero_terms"] <= 12
     rules = (out / "rules.txt").read_text()
