@@ -7,7 +7,9 @@ in the ``window`` steps before each point of no return, lets the controller act 
 while the teacher labels every state, adds those rows to the distillation data and refits the student. Plain
 DAgger rarely visits these states: a failure is rare, and the states before it are rarer still in the data.
 Each round's student is scored on held-out episodes; the best one (the starting student included) is kept, so
-a repair never makes the controller worse on the episodes that choose it.
+a repair never makes the controller worse on the episodes that choose it, and the next round diagnoses the best
+one so far (a worse refit does not feed on its own failures). A round adds at most ``max_rows`` rows, a DAgger
+round's worth, so the repair data cannot swamp the distillation data.
 
 The size limits are the student's own (``max_parameters``, ``max_leaves``): a repaired controller is refitted
 within the same budget.
@@ -55,6 +57,8 @@ class FailureRepair(BaseEstimator):
         Steps the controller acts from each restored state, the teacher labelling them.
     weight : float, default=1.0
         Sample weight of the new rows relative to the distillation data's.
+    max_rows : int, default=10_000
+        Rows a round adds at most (as many as a DAgger round's steps): the restored states are subsampled to fit.
     select_episodes : int, default=20
         Held-out episodes scoring each round's student (and the starting one): the mean of the mean return and of
         the worst quarter's mean return.
@@ -75,14 +79,15 @@ class FailureRepair(BaseEstimator):
     """
 
     def __init__(self, n_rounds: int = 0, *, episodes: int = 50, window: int = 100, stride: int = 4,
-                 horizon: int = 50, weight: float = 1.0, select_episodes: int = 20, n_envs: int = 8,
-                 seed: int = 0) -> None:
+                 horizon: int = 50, weight: float = 1.0, max_rows: int = 10_000, select_episodes: int = 20,
+                 n_envs: int = 8, seed: int = 0) -> None:
         self.n_rounds = n_rounds
         self.episodes = episodes
         self.window = window
         self.stride = stride
         self.horizon = horizon
         self.weight = weight
+        self.max_rows = max_rows
         self.select_episodes = select_episodes
         self.n_envs = n_envs
         self.seed = seed
@@ -90,7 +95,7 @@ class FailureRepair(BaseEstimator):
     def _validate_params(self) -> None:
         owner = "FailureRepair"
         check_int(self.n_rounds, "n_rounds", owner, low=0)
-        for name in ("episodes", "window", "stride", "horizon", "select_episodes", "n_envs"):
+        for name in ("episodes", "window", "stride", "horizon", "max_rows", "select_episodes", "n_envs"):
             check_int(getattr(self, name), name, owner)
         check_float(self.weight, "weight", owner, low_open=True)
         check_int(self.seed, "seed", owner, low=0)
@@ -131,8 +136,9 @@ class FailureRepair(BaseEstimator):
         if progress is not None:
             progress({"repair_round": 0, **history[0]})
         kept = (score if keep_start else -np.inf, student, X, y, w)
-        current = student
+        rng = np.random.default_rng([self.seed, 27])
         for rnd in range(1, self.n_rounds + 1):
+            current = kept[1]  # the best student so far is diagnosed: a worse refit does not feed on its own failures
             t0 = time.perf_counter()
             first = self.seed + REPAIR_SEED_OFFSET + (rnd - 1) * self.episodes
             seeds = list(range(first, first + self.episodes))
@@ -154,6 +160,9 @@ class FailureRepair(BaseEstimator):
                     continue
                 steps = range(max(0, pnr - self.window), pnr, self.stride)
                 starts += [ro.states[rows[i][s]] for s in steps]
+            cap = max(1, self.max_rows // self.horizon)
+            if len(starts) > cap:
+                starts = [starts[i] for i in sorted(rng.choice(len(starts), size=cap, replace=False))]
             row: dict[str, Any] = {"round": rnd, "failed": len(bad), "episodes": self.episodes, "starts": len(starts)}
             if starts:
                 ran = run_episodes(labelled(current, teacher), env_fn, starts, n_envs=2 * self.n_envs, record=True,
