@@ -732,7 +732,8 @@ def _csv(value: str | None, what: str, cast: Callable[[str], Any] = str) -> list
 @cli_errors(resumable="rerun")
 def bench(
     suite: Annotated[str, typer.Option(
-        help="A shipped suite (quick, demo, mujoco, smose, sindy) or a suite file (.toml/.yaml) to copy and edit.",
+        help="A shipped suite (quick, demo, mujoco, smose, sindy, recipe) or a suite file (.toml/.yaml) to copy and "
+             "edit.",
     )] = "quick",
     out_dir: Annotated[Path | None, typer.Option(
         "--out", help="Results folder; a rerun continues it [default: bench-results/SUITE].")] = None,

@@ -222,7 +222,7 @@ def test_repair_pairs_put_each_method_next_to_its_repaired_twin() -> None:
 
 # ----------------------------------------------------------------------------- suites
 def test_shipped_suites_load_and_expand_to_cells() -> None:
-    assert {"quick", "mujoco", "demo", "smose", "sindy"} <= set(builtin_suites())
+    assert {"quick", "mujoco", "demo", "smose", "sindy", "recipe"} <= set(builtin_suites())
     help_text = " ".join(runner.invoke(app, ["bench", "--help"], terminal_width=200).output.split())
     assert all(name in help_text for name in builtin_suites())  # --help names every shipped suite
     smose = load_suite("smose")
@@ -236,6 +236,9 @@ def test_shipped_suites_load_and_expand_to_cells() -> None:
     assert len(mujoco.cells()) == 5 * (3 + 2 + 2) * 3  # teachers x sizes (linear-leaf and constant trees, linear) x seeds
     demo = load_suite("demo")
     assert demo.teachers[0].train is not None and len(demo.cells()) == 8
+    recipe = load_suite("recipe")  # the defaults, nothing set, on every shared teacher and two held-out agents
+    assert len(recipe.teachers) == 12 and {"Hopper-TD3", "Walker2d-TD3"} <= {t.name for t in recipe.teachers}
+    assert all(not m.settings for m in recipe.methods) and recipe.rate_episodes == 100
     quick = load_suite("quick")
     assert [c.id for c in quick.cells(seeds=[1])] == ["Swimmer-SAC__tree-4__seed1", "Swimmer-SAC__tree-16__seed1"]
 
@@ -284,7 +287,7 @@ def test_bad_suites_are_one_line_errors(tmp_path: Path, text: str, message: str)
 
 def test_unknown_suite_and_method_are_named(tmp_path: Path) -> None:
     with pytest.raises(SuiteError, match=r"^Unknown suite 'nope': not a file, and not one of the shipped suites "
-                                         r"\(demo, mujoco, quick, sindy, smose\)\.$"):
+                                         r"\(demo, mujoco, quick, recipe, sindy, smose\)\.$"):
         load_suite("nope")
     with pytest.raises(SuiteError, match=r"^Unknown method 'forest' for suite 'quick'; it has: tree\.$"):
         load_suite("quick").cells(methods=["forest"])
