@@ -67,6 +67,13 @@ class Distillation(BaseEstimator):
         Keep the sparsest fit whose return is at least ``best - sweep_tolerance * |best|``.
     sweep_episodes : int, default=10
         Held-out episodes scoring each fit of the sweep.
+    restarts : int, default=1
+        Fits of the final student on the final data (DAgger's, plus the repair's), each with another seed; the one
+        with the best held-out score (``restart_episodes`` episodes: the mean of the mean return and of the worst
+        quarter's) is kept. A student's fit is a draw (a mixture's router can settle several ways), and a closed
+        loop makes small differences large, so choosing between draws on held-out episodes pays (1: off).
+    restart_episodes : int, default=20
+        Held-out episodes scoring each restart (seeds apart from every other stage's).
     repair : FailureRepair, default=None
         After DAgger (and the sweep): targeted DAgger from the run-up to the controller's failures, the student
         refitted within its budget (:class:`~distill.repair.FailureRepair`); skipped when ``None`` or its
@@ -90,6 +97,8 @@ class Distillation(BaseEstimator):
         kept value (empty when it did not run).
     repair_ : dict
         The repair's rounds and the kept one (empty when it did not run).
+    restarts_ : dict
+        Each restart's seed and held-out score, mean and worst return, and the kept one (empty when off).
     data_ : tuple or None
         ``(X, y, sample_weight)``: the teacher-labelled states the final student was fitted on (weights ``None``
         when uniform); ``None`` without DAgger.
@@ -97,7 +106,8 @@ class Distillation(BaseEstimator):
 
     def __init__(self, dagger: DAgger | None = None, tuner: Any = None, rl: Any = None,
                  collapse_atol: float = 0.0, scratch: Any = None, sweep: str = "", sweep_param: str = "",
-                 sweep_tolerance: float = 0.05, sweep_episodes: int = 10, repair: Any = None) -> None:
+                 sweep_tolerance: float = 0.05, sweep_episodes: int = 10, repair: Any = None, restarts: int = 1,
+                 restart_episodes: int = 20) -> None:
         self.dagger = dagger
         self.tuner = tuner
         self.rl = rl
@@ -108,6 +118,8 @@ class Distillation(BaseEstimator):
         self.sweep_tolerance = sweep_tolerance
         self.sweep_episodes = sweep_episodes
         self.repair = repair
+        self.restarts = restarts
+        self.restart_episodes = restart_episodes
 
     def _sweep_values(self) -> list[Any]:
         """The sweep's values, parsed (ints where whole, ``none`` as ``None``); [] when off."""
@@ -137,6 +149,8 @@ class Distillation(BaseEstimator):
         check_float(self.collapse_atol, "collapse_atol", "Distillation")
         check_float(self.sweep_tolerance, "sweep_tolerance", "Distillation")
         check_int(self.sweep_episodes, "sweep_episodes", "Distillation", low=1)
+        check_int(self.restarts, "restarts", "Distillation", low=1)
+        check_int(self.restart_episodes, "restart_episodes", "Distillation", low=1)
         if self._sweep_values():
             student = (self.dagger or DAgger())._base_student()
             if self.sweep_param not in student.get_params(deep=False):
@@ -181,6 +195,9 @@ class Distillation(BaseEstimator):
         self.repair_: dict[str, Any] = {}
         if self.repair is not None and self.repair.n_rounds > 0:
             student = self._run_repair(dagger, student, teacher, env_fn, progress)
+        self.restarts_: dict[str, Any] = {}
+        if self.restarts > 1:
+            student = self._run_restarts(dagger, student, teacher, env_fn, progress)
         self.tuning_: dict[str, Any] = {}
         if self.tuner is not None and self.tuner.n_iter > 0:
             tuner = clone(self.tuner)
@@ -208,6 +225,37 @@ class Distillation(BaseEstimator):
             student = collapse_similar(student, self.collapse_atol)
         self.dagger_, self.student_ = dagger, student
         return self
+
+    def _run_restarts(self, dagger: DAgger | None, student: Any, teacher: Teacher, env_fn: Callable[[int], Any],
+                      progress: Callable[[dict[str, Any]], None] | None) -> Any:
+        """Refit the student with other seeds on its data; keep the best on held-out episodes."""
+        from distill.repair import held_out_score
+
+        if dagger is None or self.data_ is None:
+            raise InterpRLError("Restarts refit the student on its distillation data; they need DAgger (not --start or "
+                                "training from scratch).")
+        X, y, w = self.data_
+        params = student.get_params(deep=False)
+        if "random_state" not in params:
+            raise bad_value("restarts", "Distillation", f"1 for a {type(student).__name__} (it takes no seed)",
+                            self.restarts)
+        base = int(params["random_state"] or 0)
+        seed = dagger.seed + 30_000_000
+        t0 = time.perf_counter()
+        rows, students = [], []
+        for k in range(self.restarts):
+            cand = student if k == 0 else refit_like(clone(student).set_params(random_state=base + 1000 * k), X, y, w,
+                                                     w is not None)
+            score, mean, worst = held_out_score(cand, env_fn, self.restart_episodes, seed, n_envs=dagger.n_envs)
+            rows.append({"restart": k, "random_state": base + 1000 * k, "score": score, "return_mean": mean,
+                         "return_min": worst})
+            students.append(cand)
+            if progress is not None:
+                progress(dict(rows[-1]))
+        kept = int(np.argmax([r["score"] for r in rows]))
+        self.restarts_ = {"rows": rows, "kept": kept, "episodes": self.restart_episodes,
+                          "seconds": time.perf_counter() - t0}
+        return students[kept]
 
     def _run_repair(self, dagger: DAgger | None, student: Any, teacher: Teacher, env_fn: Callable[[int], Any],
                     progress: Callable[[dict[str, Any]], None] | None) -> Any:
@@ -429,6 +477,8 @@ def run_job(
     }
     if estimator.repair_:
         metrics["repair"] = estimator.repair_
+    if estimator.restarts_:
+        metrics["restarts"] = estimator.restarts_
     if subset is not None:
         metrics["feature_subset"] = subset
     if estimator.scratch_:

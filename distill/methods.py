@@ -133,6 +133,15 @@ def _repair_options() -> tuple[Option, ...]:
     )
 
 
+def _restart_options() -> tuple[Option, ...]:
+    """Restarts of the final fit (``Distillation(restarts=...)``)."""
+    return (
+        Option("restarts", ("restarts",), "Fits of the final student with other seeds; the best on held-out episodes "
+               "(mean and worst quarter) is kept (1: off)."),
+        Option("restart_episodes", ("restart_episodes",), "Held-out episodes scoring each restart."),
+    )
+
+
 def _sweep_options(size_flag: str) -> tuple[Option, ...]:
     """The sparsity sweep after DAgger (``Distillation(sweep=...)``) over the method's size option."""
     return (
@@ -318,6 +327,7 @@ register_method(Method(
         *_dagger_options(("dagger__seed", "tuner__seed", "rl__seed", "repair__seed")),
         *_sweep_options("--max-leaves"),
         *_repair_options(),
+        *_restart_options(),
         Option("tune_iterations", ("tuner__n_iter",), "ARS updates of the leaves on the return after "
                "distillation (0: off)."),
         Option("tune_directions", ("tuner__n_directions",), "Random directions per ARS update."),
@@ -342,6 +352,7 @@ register_method(Method(
         *_dagger_options(("dagger__seed", "rl__seed", "repair__seed")),
         *_sweep_options("--max-terms"),
         *_repair_options(),
+        *_restart_options(),
         *_rl_options(),
     ),
     picture_note="edge width: typical size of the term in visited states",
@@ -368,6 +379,7 @@ register_method(Method(
                float),
         Option("train_steps", ("dagger__student__n_steps",), "Gradient steps of the end-to-end training."),
         *_dagger_options(("dagger__seed", "rl__seed", "scratch__seed", "repair__seed")), *_repair_options(),
+        *_restart_options(),
         *_rl_options(),
         Option("scratch_steps", ("scratch__n_steps",), "Instead of distilling, train the mixture (linear router) by "
                "RL from scratch for this many environment steps on the teacher's task; the teacher is only the "
@@ -399,6 +411,7 @@ register_method(Method(
         *_dagger_options(("dagger__seed", "rl__seed", "repair__seed")),
         *_sweep_options("--max-terms"),
         *_repair_options(),
+        *_restart_options(),
         *_rl_options(),
     ),
     picture_note="edge width: typical size of the term in visited states",

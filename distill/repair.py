@@ -33,11 +33,21 @@ from interp_rl.io import atomic_write_text, json_safe
 from interp_rl.rollouts import evaluate, labelled, run_episodes
 from interp_rl.teachers import Teacher, check_teacher
 
-__all__ = ["REPAIR_SEED_OFFSET", "FailureRepair", "repair_controller"]
+__all__ = ["REPAIR_SEED_OFFSET", "FailureRepair", "held_out_score", "repair_controller"]
 
 #: Repair episodes start at ``seed + REPAIR_SEED_OFFSET``; its selection episodes at that plus 5,000,000. Both lie
 #: apart from distillation's, selection's, evaluation's and diagnosis's seeds.
 REPAIR_SEED_OFFSET = 20_000_000
+
+
+def held_out_score(policy: Any, env_fn: Callable[[int], Any], episodes: int, seed: int, *,
+                   n_envs: int = 8) -> tuple[float, float, float]:
+    """``(score, mean, worst)`` of ``policy`` on held-out episodes (seeds ``seed ...``): the score is the mean of the
+    mean return and of the worst quarter's mean return, so a rare catastrophe counts as much as a slower gait."""
+    res = evaluate(policy, env_fn, episodes, seed=seed, n_envs=n_envs)
+    r = np.sort(np.asarray(res.returns))
+    tail = float(r[: max(1, len(r) // 4)].mean())
+    return 0.5 * (float(r.mean()) + tail), float(r.mean()), float(r[0])
 
 
 class FailureRepair(BaseEstimator):
@@ -101,13 +111,8 @@ class FailureRepair(BaseEstimator):
         check_int(self.seed, "seed", owner, low=0)
 
     def _score(self, student: Any, env_fn: Callable[[int], Any]) -> tuple[float, float, float]:
-        """``(score, mean, worst)`` on the held-out episodes; the score is the mean of the mean return and the mean
-        of the worst quarter of the episodes, so a rare catastrophe counts as much as a slower gait."""
-        res = evaluate(student, env_fn, self.select_episodes, seed=self.seed + REPAIR_SEED_OFFSET + 5_000_000,
-                       n_envs=self.n_envs)
-        r = np.sort(np.asarray(res.returns))
-        tail = float(r[: max(1, len(r) // 4)].mean())
-        return 0.5 * (float(r.mean()) + tail), float(r.mean()), float(r[0])
+        return held_out_score(student, env_fn, self.select_episodes, self.seed + REPAIR_SEED_OFFSET + 5_000_000,
+                              n_envs=self.n_envs)
 
     def fit(self, student: Any, teacher: Teacher, env_fn: Callable[[int], Any] | None, X: np.ndarray,
             y: np.ndarray, sample_weight: np.ndarray | None, *, refit: Callable[..., Any],

@@ -485,6 +485,9 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
                 found = "" if row.get("failed") is None else f", {row['failed']} failed of {row['episodes']}"
                 bar.update(job, description=f"Repair round {row['repair_round']}{found}"
                                             + (f", held-out return {ret:.0f}" if ret is not None else ""))
+            elif "restart" in row:
+                bar.update(job, description=f"Restart {row['restart']}: held-out return {row['return_mean']:.0f}, "
+                                            f"worst {row['return_min']:.0f}")
             elif "round" in row:
                 ret = row.get("return_mean")
                 bar.update(job, completed=row["round"] + 1, description=(

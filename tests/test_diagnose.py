@@ -317,3 +317,26 @@ def test_a_teacher_shows_its_last_hidden_layer_for_the_teacher_graph(teachers, k
     h = teacher.latent(obs)
     assert h.shape == (3, width) and np.isfinite(h).all() and np.array_equal(h, teacher.latent(obs))
     assert np.all(h >= 0) or key == "trpo_ant"  # ReLU layers (the TRPO zoo agent uses tanh)
+
+
+def test_restarts_keep_the_best_fit_on_held_out_episodes(teachers, single_torch_thread):
+    from distill.dagger import DAgger
+    from distill.job import Distillation
+    from distill.moe import MixturePolicy
+
+    teacher = teachers["ppo_hopper"]
+    est = Distillation(DAgger(MixturePolicy(n_experts=2, n_steps=200), n_iter=0, steps=1000, eval_episodes=0),
+                       restarts=3, restart_episodes=2).fit(teacher)
+    rows = est.restarts_["rows"]
+    assert [r["random_state"] for r in rows] == [0, 1000, 2000]
+    kept = est.restarts_["kept"]
+    assert kept == int(np.argmax([r["score"] for r in rows]))
+    assert est.student_.get_params()["random_state"] == rows[kept]["random_state"]
+    with pytest.raises(InterpRLError, match="'restarts' parameter of Distillation"):
+        Distillation(DAgger(_linear_student(), n_iter=0, steps=200, eval_episodes=0), restarts=2).fit(teacher)
+
+
+def _linear_student():
+    from distill.linear import LinearPolicy
+
+    return LinearPolicy()
