@@ -3,8 +3,9 @@
 :class:`FailureRepair` runs the controller on fresh episodes, finds the ones it fails (below half the teacher's
 mean on the same seeds) and their points of no return (:func:`interp_rl.diagnose.points_of_no_return`, bisected
 teacher takeovers), then goes back to the run-up: it restores the exact simulator state every ``stride`` steps
-in the ``window`` steps before each point of no return, lets the controller act from there for ``horizon`` steps
-while the teacher labels every state, adds those rows to the distillation data and refits the student. Plain
+in the ``window`` steps before each point of no return, runs ``horizon`` steps from there with controller and teacher
+mixed as DAgger mixes them (the controller alone would replay the recorded failure exactly) while the teacher labels
+every state, adds those rows to the distillation data and refits the student. Plain
 DAgger rarely visits these states: a failure is rare, and the states before it are rarer still in the data.
 Each round's student is scored on held-out episodes; the best one (the starting student included) is kept, so
 a repair never makes the controller worse on the episodes that choose it, and the next round diagnoses the best
@@ -30,7 +31,7 @@ from sklearn.base import BaseEstimator
 from interp_rl._validation import check_float, check_int
 from interp_rl.compare import half_of_teacher
 from interp_rl.io import atomic_write_text, json_safe
-from interp_rl.rollouts import evaluate, labelled, run_episodes
+from interp_rl.rollouts import evaluate, mixture, run_episodes
 from interp_rl.teachers import Teacher, check_teacher
 
 __all__ = ["REPAIR_SEED_OFFSET", "FailureRepair", "held_out_score", "repair_controller"]
@@ -64,7 +65,11 @@ class FailureRepair(BaseEstimator):
     stride : int, default=4
         Every ``stride``-th state of the window is restored.
     horizon : int, default=50
-        Steps the controller acts from each restored state, the teacher labelling them.
+        Steps run from each restored state, the teacher labelling every state.
+    beta : float, default=0.5
+        At each of those steps the teacher acts with probability ``beta``, the controller otherwise (DAgger's
+        mixing). The controller alone would only replay the recorded failure (a restore is exact); mixing makes
+        the rollouts leave it, towards the states from which the teacher recovers.
     weight : float, default=1.0
         Sample weight of the new rows relative to the distillation data's.
     max_rows : int, default=10_000
@@ -89,13 +94,14 @@ class FailureRepair(BaseEstimator):
     """
 
     def __init__(self, n_rounds: int = 0, *, episodes: int = 50, window: int = 100, stride: int = 4,
-                 horizon: int = 50, weight: float = 1.0, max_rows: int = 10_000, select_episodes: int = 20,
-                 n_envs: int = 8, seed: int = 0) -> None:
+                 horizon: int = 50, beta: float = 0.5, weight: float = 1.0, max_rows: int = 10_000,
+                 select_episodes: int = 20, n_envs: int = 8, seed: int = 0) -> None:
         self.n_rounds = n_rounds
         self.episodes = episodes
         self.window = window
         self.stride = stride
         self.horizon = horizon
+        self.beta = beta
         self.weight = weight
         self.max_rows = max_rows
         self.select_episodes = select_episodes
@@ -108,6 +114,7 @@ class FailureRepair(BaseEstimator):
         for name in ("episodes", "window", "stride", "horizon", "max_rows", "select_episodes", "n_envs"):
             check_int(getattr(self, name), name, owner)
         check_float(self.weight, "weight", owner, low_open=True)
+        check_float(self.beta, "beta", owner, high=1.0)
         check_int(self.seed, "seed", owner, low=0)
 
     def _score(self, student: Any, env_fn: Callable[[int], Any]) -> tuple[float, float, float]:
@@ -170,8 +177,8 @@ class FailureRepair(BaseEstimator):
                 starts = [starts[i] for i in sorted(rng.choice(len(starts), size=cap, replace=False))]
             row: dict[str, Any] = {"round": rnd, "failed": len(bad), "episodes": self.episodes, "starts": len(starts)}
             if starts:
-                ran = run_episodes(labelled(current, teacher), env_fn, starts, n_envs=2 * self.n_envs, record=True,
-                                   episode_steps=self.horizon)
+                ran = run_episodes(mixture(teacher, current, self.beta, rng), env_fn, starts, n_envs=2 * self.n_envs,
+                                   record=True, episode_steps=self.horizon)
                 assert ran.rollout is not None
                 new_x, new_y = ran.rollout.observations, ran.rollout.actions
                 new_w = label_weights(new_x, new_y) if label_weights is not None else np.ones(len(new_x))

@@ -153,7 +153,9 @@ def typical_spacing(data: DistillationData, rows: np.ndarray, *, scale: np.ndarr
     if len(rows) < 2:
         return float("nan")
     scale = data.scale() if scale is None else scale
-    Z = data.observations[rows] / scale
+    Z = np.unique(data.observations[rows], axis=0) / scale  # repeated states are one state, not a spacing of 0
+    if len(Z) < 2:
+        return float("nan")
     pick = np.random.default_rng(seed).choice(len(Z), size=min(sample, len(Z)), replace=False)
     d, _ = NearestNeighbors(n_neighbors=2).fit(Z).kneighbors(Z[pick])
     return float(np.median(d[:, 1]))
