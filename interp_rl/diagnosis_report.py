@@ -149,7 +149,7 @@ def _critical_row(d: Diagnosis, c: CriticalState, pnr: int) -> list[str]:
             _top(att.get("teacher", [])) or "-", _top(att.get("controller", [])) or "-", evidence]
 
 
-def write_diagnosis(d: Diagnosis, out: str | Path, *, command: str = "", details: int = 8,
+def write_diagnosis(d: Diagnosis, out: str | Path, *, command: str = "", details: int = 8, max_rows: int = 40,
                     repair: dict[str, Any] | None = None) -> dict[str, Path]:
     """Write ``diagnosis.json``, ``report.md`` (pictures in ``figures/``) and the self-contained ``report.html``;
     with ``repair`` (the metrics of :func:`distill.repair.repair_controller`) a section on the repair."""
@@ -231,9 +231,12 @@ def write_diagnosis(d: Diagnosis, out: str | Path, *, command: str = "", details
           "evidence: the nearest teacher-labelled state the piece was fitted on, in standard deviations of the "
           "distillation data, against the piece's usual spacing between fitted states.")
     if crit:
+        shown = crit[:max_rows]
         doc.table(["seed", "step", "steps before no return", "cost (return)", "piece", "action: controller vs "
                    "teacher", "teacher's top features", "controller's top features", "evidence"],
-                  [_critical_row(d, c, pnr) for c, pnr in crit])
+                  [_critical_row(d, c, pnr) for c, pnr in shown])
+        if len(crit) > len(shown):
+            doc.p(f"The {len(shown)} costliest of {len(crit)} critical states; `diagnosis.json` holds them all.")
         for note in (d.attribution_note, d.evidence_note):
             if note:
                 doc.p(note)
