@@ -225,6 +225,22 @@ def test_cli_diagnoses_a_distilled_tree_with_its_evidence(shared_teachers, tmp_p
             # the evidence rows are states the acting piece was fitted on, nearest first
             assert set(assign(data.observations[ev["rows"]]).tolist()) == {c["piece"]}
             assert ev["distance_sd"] == sorted(ev["distance_sd"])
+    # --repair: refitted as the method made it, written beside the page, measured before and after
+    res = runner.invoke(app, ["diagnose", str(tree), "--teacher", str(hopper), "--out", str(tmp_path / "r"),
+                              "--episodes", "2", "--window", "20", "--no-frames", "--no-attribution", "--repair",
+                              "--repair-rounds", "1", "--repair-episodes", "2"])
+    assert res.exit_code == 0, res.stderr
+    repaired = tmp_path / "r" / "repaired"
+    metrics = json.loads((repaired / "metrics.json").read_text())
+    ba = metrics["before_after"]
+    assert ba["episodes"] == 2 and ba["first_seed"] == 10_000_000 + 1_000_000
+    assert set(ba) >= {"before", "after"} and len(ba["before"]["returns"]) == 2
+    assert [r["round"] for r in metrics["repair"]["history"]] == [0, 1]
+    again = Controller.load(repaired)
+    assert again.size()["leaves"] <= 4  # the same size limit
+    assert load_data(repaired).observations.shape[1] == 11
+    assert "## Repair" in (tmp_path / "r" / "report.md").read_text()
+    assert "After repair, 2 other fresh episodes" in res.stdout
 
 
 def test_cli_without_distillation_data_says_so_in_one_line(shared_teachers, tmp_path, single_torch_thread):
