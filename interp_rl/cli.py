@@ -830,13 +830,22 @@ def diagnose(
     import torch
 
     from envs.teachers import load_teacher
+    from interp_rl._validation import check_int
     from interp_rl.diagnose import DIAGNOSE_SEED
     from interp_rl.diagnose import diagnose as run_diagnosis
     from interp_rl.diagnosis_report import write_diagnosis
+    from interp_rl.errors import InvalidParameterError
     from interp_rl.evidence import DATA_FILE, load_data
     from interp_rl.program import load_controller
 
     torch.set_num_threads(1)
+    for name, value in (("episodes", episodes), ("window", window), ("critical", critical), ("horizon", horizon),
+                        ("neighbours", neighbours), ("repair_rounds", repair_rounds),
+                        ("repair_episodes", repair_episodes)):
+        try:
+            check_int(value, name, "interp-rl diagnose")
+        except InvalidParameterError as exc:  # said as typed
+            raise exc.renamed("--" + name.replace("_", "-"), "interp-rl diagnose") from None
     if out_dir.exists() and not out_dir.is_dir():
         raise InterpRLError(f"--out {str(out_dir)!r} is a file; name a folder for the diagnosis.")
     ctrl = load_controller(controller)
@@ -873,9 +882,7 @@ def diagnose(
     repaired = None
     if repair:
         from distill.repair import repair_controller
-        from interp_rl._validation import check_int
 
-        check_int(repair_rounds, "repair_rounds", "diagnose")
         with Progress(console=err, transient=True, disable=not sys.stderr.isatty()) as bar:
             job = bar.add_task("Repairing", total=None)
 

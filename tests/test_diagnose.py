@@ -258,6 +258,10 @@ def test_cli_without_distillation_data_says_so_in_one_line(shared_teachers, tmp_
     notes = [line for line in res.stderr.splitlines() if line.startswith("Note:")]
     assert len(notes) == 1 and "holds no distillation data" in notes[0]
     assert "Traceback" not in res.stderr + res.stdout
+    res = runner.invoke(app, ["diagnose", str(folder), "--teacher", str(hopper), "--out", str(tmp_path / "d"),
+                              "--episodes", "0"])
+    assert res.exit_code == 1 and res.stderr.strip() == (
+        "Error: The '--episodes' option of interp-rl diagnose must be an int in [1, inf). Got 0 instead.")
     (tmp_path / "f").write_text("x")
     res = runner.invoke(app, ["diagnose", str(folder), "--teacher", str(hopper), "--out", str(tmp_path / "f")])
     assert res.exit_code == 1 and res.stderr.strip() == (
