@@ -247,7 +247,7 @@ def write_diagnosis(d: Diagnosis, out: str | Path, *, command: str = "", details
             doc.pre(c.rule)
             ev = c.evidence
             if ev and ev["rows"]:
-                doc.table(["recorded row", "distance (sd)", "teacher's action there"],
+                doc.table(["recorded row", "distance (sd)", f"teacher's action there ({', '.join(d.actions)})"],
                           [[str(r), f"{dist:.2f}", ", ".join(f"{v:.3g}" for v in act)]
                            for r, dist, act in zip(ev["rows"], ev["distance_sd"], ev["teacher_actions"], strict=True)])
                 doc.p("Where the state differs most from the nearest: " + "; ".join(
