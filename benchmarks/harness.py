@@ -160,22 +160,28 @@ def _piece_usage(controller: Any, states: np.ndarray, episodes: int | None = Non
 
 def without_idle(controller: Any, usage: dict[str, Any] | None, env_fn: Any, teacher_returns: list[float],
                  seed: int) -> dict[str, Any] | None:
-    """Whether fewer experts suffice: a mixture with idle experts (see :data:`IDLE_SHARE`) run without them on
-    the cell's evaluation episodes (reset seeds ``seed ...``, one per teacher return); ``None`` when no expert
-    is idle, the controller is not a mixture, or its router is a routing tree (no next choice)."""
+    """Whether fewer pieces suffice: a controller with idle pieces (see :data:`IDLE_SHARE`) run without them
+    (``Program.without_pieces``) on the cell's evaluation episodes (reset seeds ``seed ...``, one per teacher
+    return); ``None`` when no piece is idle or the kind cannot drop pieces (a tree, a routing tree). The
+    record's ``experts`` is the number of pieces left."""
     from interp_rl.compare import percent_of_teacher
     from interp_rl.rollouts import evaluate
 
     program = controller.program
-    if usage is None or program.kind != "mixture" or program.router == "tree":
+    if usage is None:
         return None
-    idle = [m for m in range(program.n_experts) if usage["shares"].get(f"expert {m + 1}", 0.0) < IDLE_SHARE]
-    if not idle or len(idle) == program.n_experts:
+    pieces = program.affine_pieces()
+    acting = pieces.acting_pieces()
+    idle = [i for i in acting if usage["shares"].get(pieces.labels[i], 0.0) < IDLE_SHARE]
+    if not idle or len(idle) == len(acting):
         return None
-    fewer = dataclasses.replace(controller, program=program.without_experts(idle))
+    try:
+        fewer = dataclasses.replace(controller, program=program.without_pieces(idle))
+    except TypeError:  # the kind cannot drop pieces (a tree's leaves, a routing tree's experts)
+        return None
     returns = evaluate(fewer, env_fn, len(teacher_returns), seed=seed).returns
     t_mean = float(np.mean(teacher_returns))
-    return {"dropped": [f"expert {m + 1}" for m in idle], "experts": program.n_experts - len(idle),
+    return {"dropped": [pieces.labels[i] for i in idle], "experts": len(acting) - len(idle),
             "parameters": fewer.size()["parameters"], "return_mean": float(np.mean(returns)),
             "percent_of_teacher": percent_of_teacher(float(np.mean(returns)), t_mean),
             "worst_percent_of_teacher": percent_of_teacher(float(min(returns)), t_mean), "returns": list(returns)}

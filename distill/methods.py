@@ -263,7 +263,7 @@ class Method:
         rules = export_text(controller).splitlines()
         if len(rules) > 80:
             rules = [*rules[:80], f"… {len(rules) - 80} more lines (interp-rl viz FOLDER --text prints all)"]
-        parts.append(Explanation("Rules" if controller.kind == "tree" else "Equations", "text", "\n".join(rules)))
+        parts.append(Explanation(getattr(controller.program, "rules_title", "Rules"), "text", "\n".join(rules)))
         if len(states):
             parts.append(Explanation("Why it acts as it does in one visited state", "text",
                                      decision_path_text(controller, states[len(states) // 2])))

@@ -221,6 +221,8 @@ class ProgramBase:
     """
 
     kind: ClassVar[str] = ""
+    rules_title: ClassVar[str] = "Equations"
+    """What reports call the program's text (a tree's is ``Rules``)."""
     action_low: np.ndarray
     action_high: np.ndarray
 
@@ -246,6 +248,11 @@ class ProgramBase:
     def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> Program:
         """The same program with its pieces' parameters replaced (structure and bounds kept)."""
         raise TypeError(f"A {self.kind} program is not piecewise affine.")
+
+    def without_pieces(self, drop: Sequence[int]) -> Program:
+        """The program with the pieces ``drop`` (indices of :meth:`affine_pieces`) removed, others acting in their
+        place; a ``TypeError`` where the kind has no such thing (the harness then does not try fewer pieces)."""
+        raise TypeError(f"A {self.kind} program cannot act without some of its pieces.")
 
     def widened(self, columns: Sequence[int], obs_dim: int) -> Program:
         """The same program reading a wider observation of ``obs_dim`` features: its feature ``i`` is column

@@ -228,6 +228,12 @@ class MixtureProgram(ProgramBase):
             out["router_depth"] = max(t.depth for t in self.score_trees)
         return out
 
+    def without_pieces(self, drop: Sequence[int]) -> MixtureProgram:
+        """:meth:`without_experts` (the pieces are the experts); refused for a routing tree."""
+        if self.router == "tree":
+            raise TypeError("A mixture routed by one decision tree names one expert per leaf: it has no next choice.")
+        return self.without_experts(drop)
+
     def without_experts(self, drop: Sequence[int]) -> MixtureProgram:
         """This mixture with experts ``drop`` (0-based) removed: where one of them acted, the router's next
         choice acts (the highest remaining score). For a linear router or score trees; a routing tree names

@@ -92,6 +92,7 @@ class TreeProgram(ProgramBase):
     action_high: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     kind = "tree"
+    rules_title = "Rules"
 
     def __post_init__(self) -> None:
         self.feature = np.asarray(self.feature, dtype=np.int64)
