@@ -9,7 +9,6 @@ interquartile mean with a 95% stratified-bootstrap confidence interval
 
 from __future__ import annotations
 
-import io
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -23,6 +22,8 @@ from benchmarks.stats import interval_estimate
 from benchmarks.suite import TARGET_KEYS
 from interp_rl.compare import half_of_teacher, percent_of_teacher
 from interp_rl.document import Document
+from interp_rl.document import png as _png
+from interp_rl.document import pyplot as _pyplot
 from interp_rl.errors import InterpRLError
 from interp_rl.io import atomic_write_bytes, atomic_write_text
 
@@ -436,24 +437,6 @@ def _aggregable(summary: dict[str, list[Group]]) -> tuple[dict[tuple[str, str], 
 
 
 # ----------------------------------------------------------------------------- plots
-def _png(fig: Any) -> bytes:
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    return buf.getvalue()
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def pareto_front(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     """The points no other point beats on both size (smaller) and score (larger), by size.
 

@@ -8,7 +8,6 @@ graphs of the controller and of the teacher.
 
 from __future__ import annotations
 
-import io
 import json
 import tempfile
 from pathlib import Path
@@ -17,28 +16,11 @@ from typing import Any
 import numpy as np
 
 from interp_rl.diagnose import CriticalState, Diagnosis
-from interp_rl.document import Document
+from interp_rl.document import Document, png, pyplot
 from interp_rl.errors import InterpRLError
 from interp_rl.io import atomic_write_text, json_safe
 
 __all__ = ["write_diagnosis"]
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _png(fig: Any) -> bytes:
-    plt = _pyplot()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    return buf.getvalue()
 
 
 def _svg(dot: str) -> bytes | None:
@@ -58,7 +40,7 @@ def _pct(v: float) -> str:
 
 def returns_figure(d: Diagnosis) -> bytes:
     """Each episode's return, controller against teacher, with the failure line."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.4))
     x = np.arange(d.episodes)
     ax.plot(x, d.teacher_returns, ".", color="0.55", label="teacher")
@@ -72,7 +54,7 @@ def returns_figure(d: Diagnosis) -> bytes:
     ax.legend(fontsize=7, loc="lower left")
     ax.set_title(f"{d.kind} controller and teacher on {d.task}: {d.n_failed} of {d.episodes} episodes failed")
     fig.tight_layout()
-    return _png(fig)
+    return png(fig, dpi=100)
 
 
 def trace_figure(d: Diagnosis, episode: int, n_features: int = 4) -> bytes | None:
@@ -88,7 +70,7 @@ def trace_figure(d: Diagnosis, episode: int, n_features: int = 4) -> bytes | Non
     sd = np.where(sd > 1e-12, sd, 1.0)
     at = c_obs[min(fe.no_return, len(c_obs) - 1)]
     feats = np.argsort(-np.abs((at - mu) / sd), kind="stable")[:n_features]
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(len(feats), 1, figsize=(7.5, 1.6 * len(feats) + 0.6), sharex=True)
     axes = np.atleast_1d(axes)
     for ax, j in zip(axes, feats, strict=True):
@@ -105,7 +87,7 @@ def trace_figure(d: Diagnosis, episode: int, n_features: int = 4) -> bytes | Non
     fig.suptitle(f"Episode {episode} (seed {fe.seed}): {_pct(fe.percent_of_teacher)} of the teacher; point of no "
                  f"return at step {fe.no_return} of {fe.length}", fontsize=9)
     fig.tight_layout()
-    return _png(fig)
+    return png(fig, dpi=100)
 
 
 def frames_figure(d: Diagnosis, episode: int) -> bytes | None:
@@ -113,7 +95,7 @@ def frames_figure(d: Diagnosis, episode: int) -> bytes | None:
         return None
     fe = next(f for f in d.failed if f.episode == episode)
     steps, pics = d.frames_[episode]
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(pics), figsize=(2.1 * len(pics), 1.9))
     for ax, step, pic in zip(np.atleast_1d(axes), steps, pics, strict=True):
         ax.imshow(pic)
@@ -123,7 +105,7 @@ def frames_figure(d: Diagnosis, episode: int) -> bytes | None:
                      color="#c0392b" if rel == 0 else "black")
     fig.suptitle(f"Episode {episode}: around the point of no return", fontsize=9)
     fig.tight_layout()
-    return _png(fig)
+    return png(fig, dpi=100)
 
 
 def _top(pairs: list[list[Any]]) -> str:

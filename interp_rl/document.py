@@ -20,7 +20,7 @@ from typing import Any
 
 from interp_rl.io import atomic_write_bytes, atomic_write_text
 
-__all__ = ["Document"]
+__all__ = ["Document", "png", "pyplot"]
 
 
 @dataclass
@@ -110,6 +110,27 @@ class Document:
             atomic_write_bytes(dest / self.figures / name, data)
         return {"markdown": atomic_write_text(dest / f"{stem}.md", self.markdown()),
                 "html": atomic_write_text(dest / f"{stem}.html", self.html(title))}
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot on the file-only Agg backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def png(fig: Any, dpi: int = 110) -> bytes:
+    """A figure as PNG bytes (for :meth:`Document.image`); the figure is closed."""
+    import io
+
+    plt = pyplot()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    plt.close(fig)
+    return buf.getvalue()
 
 
 def _inline(text: str) -> str:
