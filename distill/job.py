@@ -74,6 +74,12 @@ class Distillation(BaseEstimator):
         loop makes small differences large, so choosing between draws on held-out episodes pays (1: off).
     restart_episodes : int, default=20
         Held-out episodes scoring each restart (seeds apart from every other stage's).
+    noise_levels : str, default=""
+        DART levels to choose between: comma-separated action noises (``"0,0.3"``, in half action ranges). DAgger
+        runs once at each level (in place of ``dagger.action_noise``), each run's student gets its ``restarts``,
+        and the fit with the best held-out score over all levels is kept, with its data. Noise on the executed
+        actions teaches recovery but spends the teacher's labels away from its own path; which pays depends on
+        the teacher, so the held-out episodes decide ("": one run at ``dagger.action_noise``).
     repair : FailureRepair, default=None
         After DAgger (and the sweep): targeted DAgger from the run-up to the controller's failures, the student
         refitted within its budget (:class:`~distill.repair.FailureRepair`); skipped when ``None`` or its
@@ -98,7 +104,10 @@ class Distillation(BaseEstimator):
     repair_ : dict
         The repair's rounds and the kept one (empty when it did not run).
     restarts_ : dict
-        Each restart's seed and held-out score, mean and worst return, and the kept one (empty when off).
+        Each restart's seed (and noise level) and held-out score, mean and worst return, and the kept one (empty
+        when off).
+    noise_levels_ : dict
+        Each DART level's best held-out score and the kept level (empty when ``noise_levels`` is off).
     data_ : tuple or None
         ``(X, y, sample_weight)``: the teacher-labelled states the final student was fitted on (weights ``None``
         when uniform); ``None`` without DAgger.
@@ -107,7 +116,7 @@ class Distillation(BaseEstimator):
     def __init__(self, dagger: DAgger | None = None, tuner: Any = None, rl: Any = None,
                  collapse_atol: float = 0.0, scratch: Any = None, sweep: str = "", sweep_param: str = "",
                  sweep_tolerance: float = 0.05, sweep_episodes: int = 10, repair: Any = None, restarts: int = 1,
-                 restart_episodes: int = 20) -> None:
+                 restart_episodes: int = 20, noise_levels: str = "") -> None:
         self.dagger = dagger
         self.tuner = tuner
         self.rl = rl
@@ -120,6 +129,28 @@ class Distillation(BaseEstimator):
         self.repair = repair
         self.restarts = restarts
         self.restart_episodes = restart_episodes
+        self.noise_levels = noise_levels
+
+    def _noise_values(self) -> list[float]:
+        """The DART levels to choose between, parsed; [] when off."""
+        if not self.noise_levels:
+            return []
+        expected = "comma-separated non-negative numbers such as '0,0.3' (or '' for one level)"
+        if not isinstance(self.noise_levels, str):
+            raise bad_value("noise_levels", "Distillation", expected, self.noise_levels)
+        values: list[float] = []
+        for part in self.noise_levels.replace(" ", "").split(","):
+            try:
+                v = float(part)
+            except ValueError:
+                raise bad_value("noise_levels", "Distillation", expected, self.noise_levels) from None
+            if not np.isfinite(v) or v < 0:
+                raise bad_value("noise_levels", "Distillation", expected, self.noise_levels)
+            values.append(v)
+        if len(set(values)) != len(values):
+            raise bad_value("noise_levels", "Distillation", expected.replace("numbers", "distinct numbers"),
+                            self.noise_levels)
+        return values
 
     def _sweep_values(self) -> list[Any]:
         """The sweep's values, parsed (ints where whole, ``none`` as ``None``); [] when off."""
@@ -151,6 +182,7 @@ class Distillation(BaseEstimator):
         check_int(self.sweep_episodes, "sweep_episodes", "Distillation", low=1)
         check_int(self.restarts, "restarts", "Distillation", low=1)
         check_int(self.restart_episodes, "restart_episodes", "Distillation", low=1)
+        self._noise_values()
         if self._sweep_values():
             student = (self.dagger or DAgger())._base_student()
             if self.sweep_param not in student.get_params(deep=False):
@@ -171,6 +203,11 @@ class Distillation(BaseEstimator):
         check_teacher(teacher, "Distillation")
         env_fn = env_fn if env_fn is not None else teacher.env_fn
         self.scratch_: dict[str, Any] = {}
+        self.noise_levels_: dict[str, Any] = {}
+        self.sweep_: dict[str, Any] = {}
+        self.data_: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None
+        self.repair_: dict[str, Any] = {}
+        self.restarts_: dict[str, Any] = {}
         dagger: DAgger | None
         if self.scratch is not None and self.scratch.n_steps > 0:
             if start is not None:
@@ -178,26 +215,28 @@ class Distillation(BaseEstimator):
                                     "drop one.")
             dagger, student, scale = None, self._from_scratch(teacher, checkpoint_dir, resume, progress), None
         elif start is None:
-            dagger = clone(self.dagger or DAgger()).set_params(checkpoint_dir=checkpoint_dir)
-            dagger.fit(teacher, env_fn, resume=resume, progress=progress)
-            student = dagger.student_
+            levels = self._noise_values()
+            runs = [self._distil(teacher, env_fn, level, checkpoint_dir, resume, progress, score=len(levels) > 1)
+                    for level in (levels or [None])]
+            kept = int(np.argmax([r["score"] for r in runs])) if len(runs) > 1 else 0
+            dagger, student = runs[kept]["dagger"], runs[kept]["student"]
             scale = dagger.X_.std(axis=0)
+            self.sweep_, self.data_, self.repair_ = runs[kept]["sweep"], runs[kept]["data"], runs[kept]["repair"]
+            self.restarts_ = runs[kept]["restarts"]
+            if len(runs) > 1:
+                rows = [{"noise": r["noise"], "score": r["score"], "return_mean": r["return_mean"],
+                         "return_min": r["return_min"]} for r in runs]
+                self.noise_levels_ = {"rows": rows, "kept": kept, "noise": runs[kept]["noise"],
+                                      "episodes": self.restart_episodes}
+                if self.restarts > 1:
+                    self.restarts_ = {**self.restarts_,
+                                      "rows": [row for r in runs for row in r["restarts"]["rows"]],
+                                      "kept": sum(len(r["restarts"]["rows"]) for r in runs[:kept])
+                                      + self.restarts_["kept"]}
         else:
             dagger, student, scale = None, start, None
-        self.sweep_: dict[str, Any] = {}
-        if dagger is not None and self._sweep_values():
-            student = self._run_sweep(dagger, teacher, env_fn, progress)
-        self.data_: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None
-        if dagger is not None:
-            n = dagger.n_samples_used_
-            self.data_ = (dagger.X_[:n], dagger.y_[:n],
-                          dagger.sample_weight_[:n] if dagger.weighting_ == "critic" else None)
-        self.repair_: dict[str, Any] = {}
-        if self.repair is not None and self.repair.n_rounds > 0:
-            student = self._run_repair(dagger, student, teacher, env_fn, progress)
-        self.restarts_: dict[str, Any] = {}
-        if self.restarts > 1:
-            student = self._run_restarts(dagger, student, teacher, env_fn, progress)
+        if dagger is None:
+            self.sweep_, self.data_, self.repair_, self.restarts_ = {}, None, {}, {}
         self.tuning_: dict[str, Any] = {}
         if self.tuner is not None and self.tuner.n_iter > 0:
             tuner = clone(self.tuner)
@@ -226,6 +265,40 @@ class Distillation(BaseEstimator):
         self.dagger_, self.student_ = dagger, student
         return self
 
+    def _distil(self, teacher: Teacher, env_fn: Callable[[int], Any], noise: float | None,
+                checkpoint_dir: str | Path | None, resume: bool, progress: Callable[[dict[str, Any]], None] | None,
+                *, score: bool) -> dict[str, Any]:
+        """DAgger (at DART level ``noise``, or DAgger's own when ``None``), then the sweep, the repair and the
+        restarts on its data; with ``score``, the kept fit's held-out score (one fit is scored too)."""
+        dagger = clone(self.dagger or DAgger())
+        if noise is not None:
+            dagger.set_params(action_noise=noise)
+            if checkpoint_dir is not None:
+                checkpoint_dir = Path(checkpoint_dir) / f"noise-{noise:g}"
+            if progress is not None:
+                progress({"stage": "dart", "noise": noise})
+        dagger.set_params(checkpoint_dir=checkpoint_dir)
+        dagger.fit(teacher, env_fn, resume=resume, progress=progress)
+        self.data_ = None
+        self.sweep_, self.repair_, self.restarts_ = {}, {}, {}
+        student = dagger.student_
+        if self._sweep_values():
+            student = self._run_sweep(dagger, teacher, env_fn, progress)
+        n = dagger.n_samples_used_
+        self.data_ = (dagger.X_[:n], dagger.y_[:n], dagger.sample_weight_[:n] if dagger.weighting_ == "critic" else None)
+        if self.repair is not None and self.repair.n_rounds > 0:
+            student = self._run_repair(dagger, student, teacher, env_fn, progress)
+        if self.restarts > 1 or score:
+            student = self._run_restarts(dagger, student, teacher, env_fn, progress)
+            for row in self.restarts_["rows"]:
+                row["noise"] = float(dagger.action_noise)
+        best = self.restarts_["rows"][self.restarts_["kept"]] if self.restarts_ else {}
+        run = {"dagger": dagger, "student": student, "noise": float(dagger.action_noise), "sweep": self.sweep_,
+               "data": self.data_, "repair": self.repair_, "restarts": self.restarts_ if self.restarts > 1 else {},
+               "score": best.get("score"), "return_mean": best.get("return_mean"),
+               "return_min": best.get("return_min")}
+        return run
+
     def _run_restarts(self, dagger: DAgger | None, student: Any, teacher: Teacher, env_fn: Callable[[int], Any],
                       progress: Callable[[dict[str, Any]], None] | None) -> Any:
         """Refit the student with other seeds on its data; keep the best on held-out episodes."""
@@ -236,10 +309,10 @@ class Distillation(BaseEstimator):
                                 "training from scratch).")
         X, y, w = self.data_
         params = student.get_params(deep=False)
-        if "random_state" not in params:
+        if "random_state" not in params and self.restarts > 1:
             raise bad_value("restarts", "Distillation", f"1 for a {type(student).__name__} (it takes no seed)",
                             self.restarts)
-        base = int(params["random_state"] or 0)
+        base = int(params.get("random_state") or 0)
         seed = dagger.seed + 30_000_000
         t0 = time.perf_counter()
         rows, students = [], []
@@ -479,6 +552,8 @@ def run_job(
         metrics["repair"] = estimator.repair_
     if estimator.restarts_:
         metrics["restarts"] = estimator.restarts_
+    if getattr(estimator, "noise_levels_", None):
+        metrics["noise_levels"] = estimator.noise_levels_
     if subset is not None:
         metrics["feature_subset"] = subset
     if estimator.scratch_:

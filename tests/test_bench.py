@@ -82,12 +82,12 @@ path = "{teacher.as_posix()}"
 
 [methods.tree]
 sizes = [2, 4]
-settings = {{ iterations = 1, steps = 500, select_episodes = 1 }}
+settings = {{ iterations = 1, steps = 500, select_episodes = 1, noise_levels = "", rl_steps = 0 }}
 
 [methods.tree-constant]
 method = "tree"
 sizes = [2]
-settings = {{ leaf_model = "constant", iterations = 1, steps = 500, select_episodes = 1 }}
+settings = {{ leaf_model = "constant", iterations = 1, steps = 500, noise_levels = "", rl_steps = 0 }}
 {extra}""")
     return path
 

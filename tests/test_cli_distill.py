@@ -17,7 +17,9 @@ from interp_rl.export import compile_c, load_c_controller, load_python_controlle
 from interp_rl.program import load_controller
 
 runner = CliRunner()
-TINY = ["--max-leaves", "4", "--iterations", "1", "--steps", "1000", "--eval-episodes", "2"]
+# tiny budgets, and the default recipe's DART levels and fine-tuning off
+TINY = ["--max-leaves", "4", "--iterations", "1", "--steps", "1000", "--eval-episodes", "2", "--noise-levels", "",
+        "--rl-steps", "0"]
 
 
 def _run(*args: str) -> tuple[int, str, str]:
@@ -153,7 +155,7 @@ def test_critic_weighting_without_a_critic_is_refused(shared_teachers, tmp_path)
 def test_config_file_sets_defaults_and_options_win(shared_teachers, tmp_path):
     cfg = tmp_path / "tree.toml"
     cfg.write_text('max_leaves = 3\nleaf_model = "constant"\niterations = 0\nsteps = 1000\n'
-                   'eval_episodes = 1\nfidelity_steps = 200\n')
+                   'eval_episodes = 1\nfidelity_steps = 200\nnoise_levels = ""\nrl_steps = 0\n')
     out = tmp_path / "t"
     code, _, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "sac", "Swimmer"),
                            "--out", out, "--config", cfg, "--max-leaves", "2")
@@ -175,7 +177,7 @@ def test_interrupted_distillation_resumes_from_its_completed_rounds(shared_teach
     sac = teachers["sac_swimmer"]
     out = tmp_path / "t"
     cfg = {"max_leaves": 4, "iterations": 2, "steps": 1000, "eval_episodes": 1, "fidelity_steps": 200,
-           "select_episodes": 1}
+           "select_episodes": 1, "noise_levels": "", "rl_steps": 0}
 
     def stop(row):
         if row.get("round") == 1:

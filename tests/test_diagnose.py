@@ -206,7 +206,8 @@ def test_cli_diagnoses_a_distilled_tree_with_its_evidence(shared_teachers, tmp_p
     hopper = teacher_zip(shared_teachers, "ppo", "Hopper")
     tree = tmp_path / "tree"
     res = runner.invoke(app, ["distill", "tree", "--teacher", str(hopper), "--out", str(tree), "--max-leaves", "4",
-                              "--iterations", "1", "--steps", "1000", "--eval-episodes", "2", "--seed", "1"])
+                              "--iterations", "1", "--steps", "1000", "--eval-episodes", "2", "--seed", "1",
+                              "--noise-levels", "", "--rl-steps", "0"])
     assert res.exit_code == 0, res.stderr
     data = load_data(tree)
     ctrl = Controller.load(tree)
@@ -302,7 +303,7 @@ def test_distill_with_repair_keeps_the_repair_rows_with_the_controller(shared_te
     out = tmp_path / "tree"
     res = runner.invoke(app, ["distill", "tree", "--teacher", str(hopper), "--out", str(out), "--max-leaves", "4",
                               "--iterations", "1", "--steps", "1000", "--eval-episodes", "2", "--seed", "2",
-                              "--repair-rounds", "1", "--repair-episodes", "3", "--repair-window", "20"])
+                              "--noise-levels", "", "--rl-steps", "0", "--repair-rounds", "1", "--repair-episodes", "3", "--repair-window", "20"])
     assert res.exit_code == 0, res.stderr
     metrics = json.loads((out / "metrics.json").read_text())
     history = metrics["repair"]["history"]
@@ -354,6 +355,32 @@ def test_restarts_keep_the_best_fit_on_held_out_episodes(teachers, single_torch_
     assert est.student_.get_params()["random_state"] == rows[kept]["random_state"]
     with pytest.raises(InterpRLError, match="'restarts' parameter of Distillation"):
         Distillation(DAgger(_linear_student(), n_iter=0, steps=200, eval_episodes=0), restarts=2).fit(teacher)
+
+
+def test_noise_levels_keep_the_best_level_and_its_data(teachers, single_torch_thread, tmp_path):
+    from distill.dagger import DAgger
+    from distill.job import Distillation
+    from distill.moe import MixturePolicy
+
+    teacher = teachers["ppo_hopper"]
+    est = Distillation(DAgger(MixturePolicy(n_experts=2, n_steps=200), n_iter=1, steps=600, eval_episodes=0),
+                       restarts=2, restart_episodes=2, noise_levels="0, 0.5").fit(teacher, checkpoint_dir=tmp_path)
+    levels = est.noise_levels_["rows"]
+    assert [r["noise"] for r in levels] == [0.0, 0.5]
+    kept = est.noise_levels_["kept"]
+    assert kept == int(np.argmax([r["score"] for r in levels]))
+    assert est.dagger_.action_noise == levels[kept]["noise"]
+    # every restart of every level is listed; the kept one is the level's best and the student's seed
+    rows = est.restarts_["rows"]
+    assert [(r["noise"], r["random_state"]) for r in rows] == [(0.0, 0), (0.0, 1000), (0.5, 0), (0.5, 1000)]
+    assert rows[est.restarts_["kept"]]["score"] == levels[kept]["score"] == max(r["score"] for r in rows)
+    # the kept level's data is the data saved with the controller; each level checkpoints in its own folder
+    assert est.data_[0].shape == est.dagger_.X_[:est.dagger_.n_samples_used_].shape
+    assert np.array_equal(est.data_[0], est.dagger_.X_[:est.dagger_.n_samples_used_])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["noise-0", "noise-0.5"]
+    for bad in ("0,x", "0,-1", "0.3,0.3"):
+        with pytest.raises(InterpRLError, match=f"'noise_levels' parameter of Distillation.*{bad!r}"):
+            Distillation(noise_levels=bad).fit(teacher)
 
 
 def _linear_student():

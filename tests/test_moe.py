@@ -365,7 +365,7 @@ def test_distill_moe_from_the_cli_then_evaluate_viz_and_a_task_mismatch(tmp_path
     res = runner.invoke(app, ["distill", "moe", "--teacher", str(tmp_path / "sac.zip"), "--env", "Pendulum-v1",
                               "--experts", "2", "--router", "tree", "--router-depth", "2", "--train-steps", "200",
                               "--iterations", "1", "--steps", "300", "--select-episodes", "1",
-                              "--eval-episodes", "2", "--out", str(out), "--seed", "0"])
+                              "--eval-episodes", "2", "--noise-levels", "", "--restarts", "1", "--rl-steps", "0", "--out", str(out), "--seed", "0"])
     assert res.exit_code == 0, res.output
     ctrl = load_controller(out)
     assert ctrl.kind == "mixture" and ctrl.program.router == "tree" and ctrl.program.n_experts == 2

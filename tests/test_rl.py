@@ -418,6 +418,7 @@ def test_distill_moe_by_rl_from_scratch_trains_the_mixture_instead_of_distilling
     def distill(out: Path, *extra: str) -> subprocess.CompletedProcess:
         return subprocess.run([*CLI, "distill", "moe", "--teacher", str(pendulum_sac), "--env", "Pendulum-v1",
                                "--experts", "2", "--scratch-steps", "300", "--eval-episodes", "2", "--seed", "3",
+                               "--rl-steps", "0",
                                *extra, "--out", str(out)], capture_output=True, text=True, timeout=600)
 
     run = distill(tmp_path / "a")
