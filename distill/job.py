@@ -285,7 +285,8 @@ class Distillation(BaseEstimator):
         if self._sweep_values():
             student = self._run_sweep(dagger, teacher, env_fn, progress)
         n = dagger.n_samples_used_
-        self.data_ = (dagger.X_[:n], dagger.y_[:n], dagger.sample_weight_[:n] if dagger.weighting_ == "critic" else None)
+        weights = dagger.sample_weight_[:n] if dagger.weighting_ == "critic" else None
+        self.data_ = (dagger.X_[:n], dagger.y_[:n], weights)
         if self.repair is not None and self.repair.n_rounds > 0:
             student = self._run_repair(dagger, student, teacher, env_fn, progress)
         if self.restarts > 1 or score:
