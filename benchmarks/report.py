@@ -126,16 +126,24 @@ def target_checks(g: Group, targets: dict[str, float]) -> dict[str, tuple[bool, 
     if "percent" in targets and np.isfinite(mean):
         t = targets["percent"]
         out["percent"] = (mean >= t, f"mean {mean:.1f}%" + ("" if mean >= t else f" ({t - mean:.1f} short of {t:g}%)"))
+    # a teacher whose own episodes fall below half (or spread, as on Reacher) is judged against itself there
+    own_worst, own_below = g.teacher_reference
     worst = g.worst_percent
     if "worst_percent" in targets and np.isfinite(worst):
         t = targets["worst_percent"]
+        own = np.isfinite(own_worst) and own_worst < t
+        t, note = (own_worst, f"the teacher's own worst, {own_worst:.1f}%") if own else (t, f"{t:g}%")
         out["worst_percent"] = (worst >= t, f"worst {worst:.1f}%" + ("" if worst >= t else
-                                                                      f" ({t - worst:.1f} short of {t:g}%)"))
+                                                                      f" ({t - worst:.1f} short of {note})")
+                                + (f" (the teacher's own worst: {own_worst:.1f}%)" if own and worst >= t else ""))
     below = g.below_half
     if "below_half" in targets and np.isfinite(below):
         t = targets["below_half"]
+        own = np.isfinite(own_below) and own_below > t
+        t, note = (own_below, f"the teacher's own {own_below:.1f}%") if own else (t, f"{t:g}%")
         out["below_half"] = (below <= t, f"{below:.1f}% of episodes below half" + ("" if below <= t else
-                                                                                    f" (limit {t:g}%)"))
+                                                                                    f" (limit {note})")
+                             + (f" (the teacher's own: {own_below:.1f}%)" if own and below <= t else ""))
     params = g.mean("size", "parameters")
     if "parameters" in targets and params is not None:
         t = targets["parameters"]
