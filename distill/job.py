@@ -108,6 +108,8 @@ class Distillation(BaseEstimator):
         when off).
     noise_levels_ : dict
         Each DART level's best held-out score and the kept level (empty when ``noise_levels`` is off).
+    daggers_ : list of DAgger
+        Every DAgger run, one per DART level (``[dagger_]`` with one level; empty without DAgger).
     data_ : tuple or None
         ``(X, y, sample_weight)``: the teacher-labelled states the final student was fitted on (weights ``None``
         when uniform); ``None`` without DAgger.
@@ -204,6 +206,7 @@ class Distillation(BaseEstimator):
         env_fn = env_fn if env_fn is not None else teacher.env_fn
         self.scratch_: dict[str, Any] = {}
         self.noise_levels_: dict[str, Any] = {}
+        self.daggers_: list[DAgger] = []
         self.sweep_: dict[str, Any] = {}
         self.data_: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None
         self.repair_: dict[str, Any] = {}
@@ -219,6 +222,7 @@ class Distillation(BaseEstimator):
             runs = [self._distil(teacher, env_fn, level, checkpoint_dir, resume, progress, score=len(levels) > 1)
                     for level in (levels or [None])]
             kept = int(np.argmax([r["score"] for r in runs])) if len(runs) > 1 else 0
+            self.daggers_ = [r["dagger"] for r in runs]
             dagger, student = runs[kept]["dagger"], runs[kept]["student"]
             scale = dagger.X_.std(axis=0)
             self.sweep_, self.data_, self.repair_ = runs[kept]["sweep"], runs[kept]["data"], runs[kept]["repair"]
@@ -514,11 +518,13 @@ def run_job(
     atomic_write_text(out / CONFIG_FILE, json.dumps(json_safe(config), indent=1) + "\n")
 
     t0 = time.perf_counter()
-    rounds_now = 0
+    rounds_now: list[int] = []  # DAgger rounds run by this call, per DART level
 
     def _progress(row: dict[str, Any]) -> None:
-        nonlocal rounds_now
-        rounds_now += "round" in row
+        if row.get("stage") == "dart" or ("round" in row and not rounds_now):
+            rounds_now.append(0)
+        if "round" in row:
+            rounds_now[-1] += 1
         if progress is not None:
             progress(row)
 
@@ -526,8 +532,11 @@ def run_job(
                   start=None if begin is None else begin[0])
     dagger = estimator.dagger_
     if dagger is not None:
-        # Rounds finished before an interruption count too: each round records its own time.
-        earlier = sum(r["seconds"] for r in dagger.history_[: len(dagger.history_) - rounds_now])
+        # Rounds finished before an interruption count too: each round records its own time (a DART level
+        # finished before it ran no round now).
+        now = rounds_now + [0] * (len(estimator.daggers_) - len(rounds_now))
+        earlier = sum(sum(r["seconds"] for r in d.history_[: len(d.history_) - n])
+                      for d, n in zip(estimator.daggers_, now, strict=True))
     elif begin is not None:
         earlier = begin[1].get("distill_seconds") or 0.0  # the start's own making
     else:  # RL from scratch: its seconds before a resume are in its own history

@@ -474,38 +474,53 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
                   TimeElapsedColumn(), TimeRemainingColumn(), console=err,
                   disable=not sys.stderr.isatty()) as bar:
         scratch = bool(resolved.get("scratch_steps"))
+        levels = max(1, len(str(resolved.get("noise_levels") or "").split(",")))
         job = bar.add_task(f"Fine-tuning {start} on {t.task}" if start is not None else
                            f"Training a {method.name} controller by RL from scratch on {t.task}" if scratch else
                            f"Distilling {t.algo.upper()} on {t.task}",
-                           total=None if start is not None or scratch else resolved["iterations"] + 1)
+                           total=None if start is not None or scratch else
+                           (resolved["iterations"] + 1) * levels)
+        level = [-1]  # the DART level being distilled (index), when the recipe runs several
+
+        plain = not sys.stderr.isatty()  # a log gets one plain line per step instead of the bar
+
+        def show(description: str, **kw: Any) -> None:
+            bar.update(job, description=description, **kw)
+            if plain:
+                err.print(description, markup=False, highlight=False)
 
         def on_round(row: dict[str, Any]) -> None:
-            if "repair_round" in row:
+            if row.get("stage") == "dart":
+                level[0] += 1
+                show(description=f"DAgger with DART noise {row['noise']:g}")
+            elif "repair_round" in row:
                 ret = row.get("return_mean")
                 found = "" if row.get("failed") is None else f", {row['failed']} failed of {row['episodes']}"
-                bar.update(job, description=f"Repair round {row['repair_round']}{found}"
-                                            + (f", held-out return {ret:.0f}" if ret is not None else ""))
+                show(description=f"Repair round {row['repair_round']}{found}"
+                     + (f", held-out return {ret:.0f}" if ret is not None else ""))
             elif "restart" in row:
-                bar.update(job, description=f"Restart {row['restart']}: held-out return {row['return_mean']:.0f}, "
-                                            f"worst {row['return_min']:.0f}")
+                noise = f" (DART {row['noise']:g})" if "noise" in row else ""
+                show(description=f"Restart {row['restart']}{noise}: held-out return "
+                     f"{row['return_mean']:.0f}, worst {row['return_min']:.0f}")
             elif "round" in row:
                 ret = row.get("return_mean")
-                bar.update(job, completed=row["round"] + 1, description=(
+                done = max(level[0], 0) * (resolved["iterations"] + 1) + row["round"] + 1
+                show(completed=done, description=(
                     f"DAgger round {row['round']}" + (f": return {ret:.0f}" if ret == ret and ret is not None
                                                       else "")))
             elif "sweep" in row:
-                bar.update(job, description=f"Sparsity sweep: {row['sweep']}={row['value']}, "
-                                            f"{row['parameters']} parameters, return {row['return_mean']:.0f}")
+                show(description=f"Sparsity sweep: {row['sweep']}={row['value']}, "
+                     f"{row['parameters']} parameters, return {row['return_mean']:.0f}")
             elif row.get("phase") == "scratch":
                 ret = row.get("return_mean")
-                bar.update(job, description=f"RL from scratch: {row['step']} of {row['total']} steps"
-                                            + (f", return {ret:.0f}" if ret is not None else ""))
+                show(description=f"RL from scratch: {row['step']} of {row['total']} steps"
+                     + (f", return {ret:.0f}" if ret is not None else ""))
             elif "step" in row:
-                bar.update(job, description=f"Fine-tuning on the return: {row['step']} transitions, "
-                                            f"return {row['return_mean']:.0f}")
+                show(description=f"Fine-tuning on the return: {row['step']} transitions, "
+                     f"return {row['return_mean']:.0f}")
             else:
-                bar.update(job, description=f"Tuning leaves: update {row['iteration']}, "
-                                            f"return {row['return_mean']:.0f}")
+                show(description=f"Tuning leaves: update {row['iteration']}, "
+                     f"return {row['return_mean']:.0f}")
 
         try:
             metrics = run_job(method, t, resolved, out_dir, features=features, actions=actions,

@@ -197,6 +197,39 @@ def test_interrupted_distillation_resumes_from_its_completed_rounds(shared_teach
     assert Path(out / "controller.json").is_file() and not (out / "checkpoint").exists()
 
 
+def test_the_recipe_s_dart_levels_resume_and_count_their_time(shared_teachers, tmp_path, teachers):
+    """The default recipe distils at two DART levels; a run stopped in the second resumes there."""
+    from distill import METHODS, run_job
+    from interp_rl.errors import DistillInterrupted
+
+    sac = teachers["sac_swimmer"]
+    out = tmp_path / "t"
+    cfg = {"max_leaves": 4, "iterations": 1, "steps": 1000, "eval_episodes": 1, "fidelity_steps": 200,
+           "select_episodes": 1, "rl_steps": 0, "restart_episodes": 2}
+    assert METHODS["tree"].defaults()["noise_levels"] == "0,0.3"  # the recipe, not set here
+    levels: list[float] = []
+
+    def stop(row):
+        levels.extend([row["noise"]] if row.get("stage") == "dart" else [])
+        if levels == [0.0, 0.3] and row.get("round") == 0:
+            raise KeyboardInterrupt
+
+    with pytest.raises(DistillInterrupted):
+        run_job(METHODS["tree"], sac, cfg, out, progress=stop)
+    assert sorted(p.name for p in (out / "checkpoint" / "noise-0").glob("round_*.npz")) == ["round_00.npz",
+                                                                                            "round_01.npz"]
+    assert sorted(p.name for p in (out / "checkpoint" / "noise-0.3").glob("round_*.npz")) == ["round_00.npz"]
+    code, _, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "sac", "Swimmer"),
+                           "--out", out, "--config", out / "config.json", "--resume")
+    assert code == 0, stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    rows = metrics["noise_levels"]["rows"]
+    assert [r["noise"] for r in rows] == [0.0, 0.3]
+    assert metrics["noise_levels"]["kept"] == int(np.argmax([r["score"] for r in rows]))
+    # both levels' rounds count, those before the stop included
+    assert metrics["distill_seconds"] >= sum(r["seconds"] for r in metrics["dagger_history"])
+
+
 @pytest.mark.parametrize(("name", "text", "line"), [
     ("bad.toml", "max_leaves = = 3\n", "is not valid: "),
     ("bad.yaml", "max_leaves: [3\n", "is not valid: "),
