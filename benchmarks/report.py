@@ -584,6 +584,36 @@ def repair_pairs(summary: dict[str, list[Group]]) -> list[list[str]]:
     return rows
 
 
+def held_out_choices(summary: dict[str, list[Group]]) -> list[list[str]]:
+    """Rows of the choices a cell made on held-out episodes (DART level, restart): per teacher, method and seed,
+    each level's best held-out score (the kept one bold), the kept restart, and what the evaluation gave.
+
+    >>> rec = {"percent_of_teacher": 91.0, "cell": {"seed": 2}, "student": {"returns": [91.0]},
+    ...        "teacher": {"return_mean": 100.0},
+    ...        "details": {"noise_levels": {"kept": 1, "rows": [{"noise": 0.0, "score": 120.4, "return_min": 50.0},
+    ...                                                          {"noise": 0.3, "score": 180.6, "return_min": 170.0}]},
+    ...                    "restarts": {"kept": 7, "rows": [{"noise": 0.3, "restart": 2}] * 8}}}
+    >>> held_out_choices({"T": [Group("T-v5", "T", "moe", 8, [rec])]})
+    [['T', 'moe', '2', '0: 120 (worst 50); **0.3: 181 (worst 170)**', '2', '91.0']]
+    """
+    rows = []
+    for teacher, groups in summary.items():
+        for g in groups:
+            for r in sorted(g.records, key=lambda r: r["cell"]["seed"]):
+                det = r.get("details") or {}
+                levels, restarts = det.get("noise_levels") or {}, det.get("restarts") or {}
+                if not levels and not restarts:
+                    continue
+                scores = "; ".join(
+                    (lambda t: f"**{t}**" if i == levels["kept"] else t)(
+                        f"{row['noise']:g}: {row['score']:.0f} (worst {row['return_min']:.0f})")
+                    for i, row in enumerate(levels.get("rows") or []))
+                kept = restarts["rows"][restarts["kept"]]["restart"] if restarts.get("rows") else None
+                rows.append([teacher, g.method, str(r["cell"]["seed"]), scores or "–", _f(kept, "d"),
+                             _f(r["percent_of_teacher"], ".1f")])
+    return rows
+
+
 def sparsest_within(summary: dict[str, list[Group]], tolerance: float = 0.05) -> list[str]:
     """Per teacher and method run at several sizes: the best size (mean % of teacher over seeds) and the sparsest
     size (fewest non-zero terms, else parameters) whose mean is within ``tolerance`` of the best's (relative).
@@ -831,6 +861,15 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
               "below half the teacher's mean (before → after).")
         doc.table(["teacher", "method → repaired", "seeds", "mean % of teacher", "worst episode %",
                    "% of episodes below half"], rows)
+
+    if rows := held_out_choices(summary):
+        doc.h(2, "What the held-out episodes chose")
+        doc.p("Per cell, the choices made on held-out episodes (never the evaluation's): each DART level's best "
+              "held-out score (the mean of the mean return and of the worst quarter's; the kept level bold), the "
+              "kept restart (fit) of that level, and the % of teacher the evaluation then gave (after fine-tuning, "
+              "where the method fine-tunes).")
+        doc.table(["teacher", "method", "seed", "DART level: held-out score (worst return)", "kept restart",
+                   "% of teacher"], rows)
 
     if lines := sparsest_within(summary):
         doc.h(2, "Sparsity: the sparsest within 5% of the best")
