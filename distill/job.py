@@ -37,6 +37,25 @@ METRICS_FILE = "metrics.json"
 CHECKPOINT_DIR = "checkpoint"
 
 
+def _numbers(text: Any, name: str, example: str, *, none: bool = False) -> list[Any]:
+    """Comma-separated non-negative numbers (ints where whole; ``none`` as ``None`` when allowed); [] for ""."""
+    if not text:
+        return []
+    expected = f"comma-separated non-negative numbers such as {example}"
+    if not isinstance(text, str):
+        raise bad_value(name, "Distillation", expected, text)
+    values: list[Any] = []
+    for part in text.replace(" ", "").split(","):
+        try:
+            v = None if none and part.lower() == "none" else float(part)
+        except ValueError:
+            raise bad_value(name, "Distillation", expected, text) from None
+        if v is not None and (not np.isfinite(v) or v < 0):
+            raise bad_value(name, "Distillation", expected, text)
+        values.append(int(v) if v is not None and v.is_integer() else v)
+    return values
+
+
 class Distillation(BaseEstimator):
     """A method's whole estimator: DAgger, then fine-tuning on the return (ARS on tree leaves, and/or
     the actor-critic :class:`~distill.rl.CriticTuner` on any piecewise-affine controller), then leaf merging.
@@ -135,43 +154,15 @@ class Distillation(BaseEstimator):
 
     def _noise_values(self) -> list[float]:
         """The DART levels to choose between, parsed; [] when off."""
-        if not self.noise_levels:
-            return []
-        expected = "comma-separated non-negative numbers such as '0,0.3' (or '' for one level)"
-        if not isinstance(self.noise_levels, str):
-            raise bad_value("noise_levels", "Distillation", expected, self.noise_levels)
-        values: list[float] = []
-        for part in self.noise_levels.replace(" ", "").split(","):
-            try:
-                v = float(part)
-            except ValueError:
-                raise bad_value("noise_levels", "Distillation", expected, self.noise_levels) from None
-            if not np.isfinite(v) or v < 0:
-                raise bad_value("noise_levels", "Distillation", expected, self.noise_levels)
-            values.append(v)
+        values = _numbers(self.noise_levels, "noise_levels", "'0,0.3' (or '' for one level)")
         if len(set(values)) != len(values):
-            raise bad_value("noise_levels", "Distillation", expected.replace("numbers", "distinct numbers"),
-                            self.noise_levels)
-        return values
+            raise bad_value("noise_levels", "Distillation", "comma-separated distinct non-negative numbers such as "
+                            "'0,0.3' (or '' for one level)", self.noise_levels)
+        return [float(v) for v in values]
 
     def _sweep_values(self) -> list[Any]:
         """The sweep's values, parsed (ints where whole, ``none`` as ``None``); [] when off."""
-        if not self.sweep:
-            return []
-        expected = "comma-separated numbers such as '5,10,20,40' (or '' for no sweep)"
-        if not isinstance(self.sweep, str):
-            raise bad_value("sweep", "Distillation", expected, self.sweep)
-        values: list[Any] = []
-        for part in self.sweep.replace(" ", "").split(","):
-            try:
-                v = float(part) if part.lower() != "none" else None
-            except ValueError:
-                raise bad_value("sweep", "Distillation", expected, self.sweep) from None
-            if v is not None and (not np.isfinite(v) or v < 0):
-                raise bad_value("sweep", "Distillation", expected.replace("numbers", "non-negative numbers"),
-                                self.sweep)
-            values.append(int(v) if v is not None and v.is_integer() else v)
-        return values
+        return _numbers(self.sweep, "sweep", "'5,10,20,40' (or '' for no sweep)", none=True)
 
     def _validate_params(self) -> None:
         """Check every setting of every part; a bad one raises the one-line template error."""

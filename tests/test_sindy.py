@@ -275,7 +275,7 @@ def test_sweep_refits_at_each_value_and_keeps_the_sparsest_within_tolerance(teac
 
 
 @pytest.mark.parametrize(("params", "message"), [
-    ({"sweep": "5,abc"}, "The 'sweep' parameter of Distillation must be comma-separated numbers"),
+    ({"sweep": "5,abc"}, "The 'sweep' parameter of Distillation must be comma-separated non-negative numbers"),
     ({"sweep": "-5"}, "must be comma-separated non-negative numbers"),
     ({"sweep": "5", "sweep_param": "depth"}, "The 'sweep_param' parameter of Distillation must be a parameter of "
                                              "SINDyPolicy. Got 'depth' instead."),
