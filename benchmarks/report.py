@@ -337,7 +337,7 @@ def where_short(summary: dict[str, list[Group]], targets: dict[str, float],
         line += (" Tried: " + ", ".join(f"{h.method} {h.size} ({float(np.nanmean(h.percents)):.1f}% / worst "
                                          f"{h.worst_percent:.1f}%)" for h in groups if h.percents)
                  + f", {seeds} seed(s)")
-        extra = [t for t in tried if t["teacher"] in (teacher, "*")]
+        extra = [t for t in tried if t["teacher"] == teacher]  # those of every teacher ("*") are listed once
         if extra:
             line += "; also " + "; ".join(f"{t['what']}: {t['result']} (`{t['command']}`)" for t in extra)
         lines.append(line + ("" if line.endswith(".") else "."))
@@ -758,6 +758,7 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
     dest = Path(out) if out is not None else res
     suite = json.loads((res / "suite.json").read_text()) if (res / "suite.json").is_file() else {}
     compared = _compared_records(res, suite, records)
+    own = records
     records = records + [r for rs in compared.values() for r in rs]
     name = suite.get("name") or records[0]["suite"]
     summary = summarise(records, reps=reps, seed=seed)
@@ -768,12 +769,12 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
         figures[fname] = data
         doc.image(fname, data, alt)
 
-    seeds = sorted({r["cell"]["seed"] for r in records})
     doc.h(1, f"interp-rl benchmark: {name}")
     if suite.get("description"):
         doc.p(" ".join(suite["description"].split()))
-    doc.p(f"{len(records)} cells: {len(summary)} teacher(s), methods "
-          f"{', '.join(sorted({r['method'] for r in records}))}, seeds {', '.join(map(str, seeds))}. "
+    doc.p(f"{len(own)} cells: {len({r['cell']['teacher'] for r in own})} teacher(s), methods "
+          f"{', '.join(sorted({r['method'] for r in own}))}, seeds "
+          f"{', '.join(map(str, sorted({r['cell']['seed'] for r in own})))}. "
           f"Regenerate: `interp-rl bench --suite {suite.get('source') or name} --out RESULTS` then "
           f"`interp-rl report RESULTS`.")
     for other, rs in compared.items():
@@ -846,6 +847,9 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
               "what it misses, and what was tried: the suite's methods on that teacher and, from "
               "`tried.toml` in the results folder, the experiments outside the suite with their commands.")
         doc.bullets(where_short(summary, targets, tried))
+        if everywhere := [t for t in tried if t["teacher"] == "*"]:
+            doc.p("Tried on every teacher:")
+            doc.bullets([f"{t['what']}: {t['result']} (`{t['command']}`)." for t in everywhere])
         if lines := against_trees(summary, targets.get("parameters")):
             doc.h(3, "Mixtures against trees")
             doc.p("Per teacher, the best mixture against the best tree within the same parameter budget"

@@ -687,10 +687,15 @@ def test_report_says_per_teacher_where_it_falls_short_and_what_was_tried(report:
     copy = tmp_path / "res"
     shutil.copytree(report, copy)
     (copy / "tried.toml").write_text('[[tried]]\nteacher = "IP-SAC"\nwhat = "DART noise 0.3"\nresult = "99% / worst 98%"\n'
-                                     'command = "interp-rl distill tree --action-noise 0.3"\n')
+                                     'command = "interp-rl distill tree --action-noise 0.3"\n'
+                                     '[[tried]]\nteacher = "*"\nwhat = "restarts"\nresult = "none better"\n'
+                                     'command = "interp-rl distill tree --restarts 5"\n')
     write_report(copy, seed=0)
     md = (copy / "report.md").read_text()
     assert "also DART noise 0.3: 99% / worst 98% (`interp-rl distill tree --action-noise 0.3`)" in md
+    # what was tried on every teacher is said once, after the teachers
+    assert md.count("restarts: none better") == 1
+    assert md.index("Tried on every teacher:") > md.index("also DART noise 0.3")
     (copy / "tried.toml").write_text('[[tried]]\nteacher = "Nope"\nwhat = "x"\nresult = "y"\ncommand = "z"\n')
     res = runner.invoke(app, ["report", str(copy)])
     assert res.exit_code == 1 and "tried.toml names teacher(s) 'Nope' that have no records" in res.output
