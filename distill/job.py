@@ -194,6 +194,8 @@ class Distillation(BaseEstimator):
         """
         self._validate_params()
         check_teacher(teacher, "Distillation")
+        if self.rl is not None and self.rl.n_steps > 0:
+            self.rl._critic_source(teacher)  # a critic the teacher lacks is said now, not after distilling
         env_fn = env_fn if env_fn is not None else teacher.env_fn
         self.scratch_: dict[str, Any] = {}
         self.noise_levels_: dict[str, Any] = {}
