@@ -250,21 +250,27 @@ def against_trees(summary: dict[str, list[Group]], budget: float | None = None) 
     by 5.0 points: best mixture moe 8 (960 parameters) 80.0% (worst 70.0%)
     best tree tree 8 (871 parameters) 85.0% (worst 75.0%)
     """
+    from interp_rl.program import PROGRAMS
+
     out = []
     for teacher, groups in summary.items():
-        best: dict[str, Group] = {}
-        for kind in ("mixture", "tree"):
-            fits = [x for x in groups if x.percents and x.records[0].get("kind") == kind
-                    and (budget is None or (x.mean("size", "parameters") or 0) <= budget)]
-            if fits:
-                best[kind] = max(fits, key=lambda x: float(np.mean(x.percents)))
-        if len(best) < 2:
-            continue
-        m, t = (float(np.mean(best[k].percents)) for k in ("mixture", "tree"))
-        said = [f"best {name} {x.method} {x.size} ({_f(x.mean('size', 'parameters'), '.0f')} parameters) "
-                f"{float(np.mean(x.percents)):.1f}% (worst {x.worst_percent:.1f}%)"
-                for name, x in (("mixture", best["mixture"]), ("tree", best["tree"]))]
-        out.append(f"**{teacher}**: {'above' if m > t else 'below'}, by {abs(m - t):.1f} points: {', '.join(said)}")
+        kinds = {x.records[0].get("kind") for x in groups if x.records}
+        for kind in sorted(k for k in kinds if k in PROGRAMS):
+            other = PROGRAMS[kind].compared_with  # the program kind says what it is set against
+            best: dict[str, Group] = {}
+            for k in (kind, other):
+                fits = [x for x in groups if x.percents and x.records[0].get("kind") == k
+                        and (budget is None or (x.mean("size", "parameters") or 0) <= budget)]
+                if fits:
+                    best[k] = max(fits, key=lambda x: float(np.mean(x.percents)))
+            if not other or len(best) < 2:
+                continue
+            m, t = (float(np.mean(best[k].percents)) for k in (kind, other))
+            said = [f"best {name} {x.method} {x.size} ({_f(x.mean('size', 'parameters'), '.0f')} parameters) "
+                    f"{float(np.mean(x.percents)):.1f}% (worst {x.worst_percent:.1f}%)"
+                    for name, x in ((kind, best[kind]), (other, best[other]))]
+            out.append(f"**{teacher}**: {'above' if m > t else 'below'}, by {abs(m - t):.1f} points: "
+                       f"{', '.join(said)}")
     return out
 
 

@@ -223,6 +223,8 @@ class ProgramBase:
     kind: ClassVar[str] = ""
     rules_title: ClassVar[str] = "Equations"
     """What reports call the program's text (a tree's is ``Rules``)."""
+    compared_with: ClassVar[str] = ""
+    """Another kind that reports set this one against at equal size ("": none); a mixture's is ``tree``."""
     action_low: np.ndarray
     action_high: np.ndarray
 
