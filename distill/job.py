@@ -232,8 +232,6 @@ class Distillation(BaseEstimator):
                                       + self.restarts_["kept"]}
         else:
             dagger, student, scale = None, start, None
-        if dagger is None:
-            self.sweep_, self.data_, self.repair_, self.restarts_ = {}, None, {}, {}
         self.tuning_: dict[str, Any] = {}
         if self.tuner is not None and self.tuner.n_iter > 0:
             tuner = clone(self.tuner)

@@ -171,7 +171,7 @@ def write_diagnosis(d: Diagnosis, out: str | Path, *, command: str = "", details
         doc.p(f"Across the {len(with_pnr)} failed episodes with a point of no return, it comes a median "
               f"{int(np.median(lead))} steps before the episode ends (range {int(lead.min())}-{int(lead.max())}), at "
               f"step {int(np.median([fe.no_return for fe in with_pnr]))} in the median. The pieces acting there most "
-              "often: " + ", ".join(f"{name} ({v} times)" for name, v in zip(
+              "often: " + ", ".join(f"{name} ({v} time{'' if v == 1 else 's'})" for name, v in zip(
                   at, sorted((v for v in marked.values() if v), reverse=True), strict=False)) + ".")
     if d.failed:
         rows = []
@@ -224,8 +224,9 @@ def write_diagnosis(d: Diagnosis, out: str | Path, *, command: str = "", details
                 doc.p(note)
         doc.h(3, "The costliest critical states in detail")
         for c, pnr in crit[:details]:
-            doc.p(f"**Seed {c.seed}, step {c.step}** ({pnr - c.step} steps before the point of no return), cost "
-                  f"{c.gap:.3g}: {c.piece_label} acted.")
+            ahead = pnr - c.step
+            doc.p(f"**Seed {c.seed}, step {c.step}** ({ahead} step{'' if ahead == 1 else 's'} before the point of no "
+                  f"return), cost {c.gap:.3g}: {c.piece_label} acted.")
             doc.pre(c.rule)
             ev = c.evidence
             if ev and ev["rows"]:
