@@ -360,8 +360,10 @@ def _check_compatible(before: dict[str, Any], now: dict[str, Any], res: Path) ->
             prev = old.get(x[name_key])
             # 'start' may come or go: a method starting from another's cell is checked to distil with the
             # same settings, so its controllers are the ones its own distillation makes (same seed).
-            if prev is not None and {k: v for k, v in prev.items() if k not in ("sizes", "start")} != {
-                    k: v for k, v in x.items() if k not in ("sizes", "start")}:
+            # 'held_out' labels a teacher for the report; it is not a setting.
+            labels = ("sizes", "start", "held_out")
+            if prev is not None and {k: v for k, v in prev.items() if k not in labels} != {
+                    k: v for k, v in x.items() if k not in labels}:
                 raise InterpRLError(f"{where}: {kind[:-1]} {x[name_key]!r} has other settings there; give it "
                                     "another name or choose another results folder.")
 

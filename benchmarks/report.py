@@ -28,7 +28,8 @@ from interp_rl.errors import InterpRLError
 from interp_rl.io import atomic_write_bytes, atomic_write_text
 
 __all__ = ["Group", "against_equal_trees", "aggregate", "at_a_glance", "chosen", "closest", "explanations",
-           "load_tried", "pareto_front", "sparsest_within", "summarise", "target_checks", "where_short", "write_report"]
+           "load_tried", "own_cells", "pareto_front", "sparsest_within", "summarise", "target_checks", "where_short",
+           "write_report"]
 
 TARGET = 90.0
 FIGURES = "figures"
@@ -620,6 +621,54 @@ def held_out_choices(summary: dict[str, list[Group]]) -> list[list[str]]:
     return rows
 
 
+def own_cells(summary: dict[str, list[Group]], methods: set[str], targets: dict[str, float],
+              held_out: set[str] = frozenset()) -> list[list[str]]:
+    """Rows of the suite's own methods (``methods``; not those shown beside them from another suite) against
+    ``targets``: per teacher and method, each seed, then the seeds together as in the targets table. A teacher in
+    ``held_out`` (an agent the recipe was not chosen on) is marked.
+
+    >>> def rec(seed, pct, worst):
+    ...     return {"percent_of_teacher": pct, "cell": {"seed": seed}, "size": {"parameters": 900},
+    ...             "student": {"returns": [pct, worst]}, "teacher": {"return_mean": 100.0, "returns": [100.0]},
+    ...             "failures": {"threshold": 50.0, "returns": [pct] * 99 + [40.0]}}
+    >>> for row in own_cells({"T": [Group("T-v5", "T", "moe", 8, [rec(0, 95.0, 80.0), rec(1, 92.0, 70.0)])]},
+    ...                      {"moe"}, {"percent": 90, "worst_percent": 75, "below_half": 1}, {"T"}):
+    ...     print(" | ".join(row[:4]), "|", " | ".join(row[5:]))
+    T (held out) | moe | 8 | 0 | 95.0 | 80.0 | 1 of 100 | all
+    T (held out) | moe | 8 | 1 | 92.0 | 70.0 | 1 of 100 | worst 70.0% (5.0 short of 75%)
+    **T (held out)** | **moe** | **8** | **0, 1** | 93.5 | 70.0 | 2 of 200 | worst 70.0% (5.0 short of 75%)
+    """
+    rows = []
+
+    def verdict(g: Group) -> str:
+        checks = target_checks(g, targets)
+        if not checks:
+            return "–"
+        return "all" if all(ok for ok, _ in checks.values()) else "; ".join(t for ok, t in checks.values() if not ok)
+
+    def below(g: Group) -> str:
+        flags = g._failure_flags()
+        return f"{sum(flags)} of {len(flags)}" if flags else "–"
+
+    for teacher, groups in summary.items():
+        name = teacher + (" (held out)" if teacher in held_out else "")
+        for g in groups:
+            if g.method not in methods:
+                continue
+            runs = sorted(g.records, key=lambda r: r["cell"]["seed"])
+            for r in runs:
+                one = Group(g.task, g.teacher, g.method, g.size, [r])
+                rows.append([name, g.method, str(g.size), str(r["cell"]["seed"]),
+                             _f(one.mean("size", "parameters"), ".0f"), _f(_num(r["percent_of_teacher"]), ".1f"),
+                             _f(one.worst_percent, ".1f"), below(one), verdict(one)])
+            if len(runs) > 1:
+                rows.append([f"**{name}**", f"**{g.method}**", f"**{g.size}**",
+                             f"**{', '.join(str(r['cell']['seed']) for r in runs)}**",
+                             _f(g.mean("size", "parameters"), ".0f"), _f(float(np.mean(g.percents)), ".1f"),
+                             _f(g.worst_percent, ".1f"), below(g), verdict(g)])
+    return rows
+
+
 def sparsest_within(summary: dict[str, list[Group]], tolerance: float = 0.05) -> list[str]:
     """Per teacher and method run at several sizes: the best size (mean % of teacher over seeds) and the sparsest
     size (fewest non-zero terms, else parameters) whose mean is within ``tolerance`` of the best's (relative).
@@ -825,6 +874,17 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
               "Next to them, the teacher against its own mean on its evaluation episodes: where the teacher "
               "itself has a low worst episode or episodes below half (Reacher: the target's distance sets the "
               "cost), those two targets measure the task more than the controller.")
+        if compared:
+            held_out = {t["name"] for t in suite.get("teachers") or [] if t.get("held_out")}
+            doc.h(3, "This suite's own cells")
+            doc.p(f"The methods this suite runs ({', '.join(sorted({r['method'] for r in own}))}), seed by seed and "
+                  "then the seeds together (bold); episodes below half counted over the failure-rate episodes. "
+                  + ("Held out: agents these methods were not chosen on (" + ", ".join(sorted(held_out)) + ")."
+                     if held_out else ""))
+            doc.table(["teacher", "method", "size", "seed", "parameters", "% of teacher", "worst episode %",
+                       "episodes below half", "targets met, or the misses"],
+                      own_cells(summary, {r["method"] for r in own}, targets, held_out))
+            doc.h(3, "Every method against the targets")
         rows = []
         for teacher, groups in summary.items():
             for g in groups:

@@ -63,6 +63,9 @@ class TeacherSpec:
     env: str | None = None
     algo: str | None = None
     train: dict[str, Any] | None = None
+    held_out: bool = False
+    """An agent the suite's recipe was not chosen on (its figures show whether the recipe holds beyond the agents
+    it was tuned on); a label for the report, not a setting: it may change without invalidating records."""
 
 
 @dataclass(frozen=True)
@@ -245,7 +248,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
         if not isinstance(t, dict) or not isinstance(t.get("name"), str) or not _NAME.match(t["name"]):
             raise SuiteError(f"{where}: teacher {i} needs a 'name' of letters, digits, '.', '_', '+' or '-'. "
                              f"Got {t!r} instead.")
-        bad = sorted(set(t) - {"name", "path", "env", "algo", "train"})
+        bad = sorted(set(t) - {"name", "path", "env", "algo", "train", "held_out"})
         if bad:
             raise SuiteError(f"{where}: teacher {t['name']!r} has unknown key(s) {', '.join(bad)}.")
         if ("path" in t) == ("train" in t):
@@ -255,8 +258,11 @@ def load_suite(name_or_path: str | Path) -> Suite:
         if train is not None and (not isinstance(train, dict) or not {"algo", "env", "steps"} <= set(train)):
             raise SuiteError(f"{where}: teacher {t['name']!r}: 'train' must be a table with algo, env and "
                              f"steps. Got {train!r} instead.")
+        if not isinstance(t.get("held_out", False), bool):
+            raise SuiteError(f"{where}: teacher {t['name']!r}: 'held_out' must be true or false. "
+                             f"Got {t['held_out']!r} instead.")
         teachers.append(TeacherSpec(name=t["name"], path=t.get("path"), env=t.get("env"), algo=t.get("algo"),
-                                    train=dict(train) if train else None))
+                                    train=dict(train) if train else None, held_out=t.get("held_out", False)))
     if not teachers:
         raise SuiteError(f"{where}: no [[teachers]].")
     if len({t.name for t in teachers}) != len(teachers):

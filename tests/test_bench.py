@@ -239,6 +239,7 @@ def test_shipped_suites_load_and_expand_to_cells() -> None:
     recipe = load_suite("recipe")  # the defaults, nothing set, on every shared teacher and two held-out agents
     assert len(recipe.teachers) == 12 and {"Hopper-TD3", "Walker2d-TD3"} <= {t.name for t in recipe.teachers}
     assert all(not m.settings for m in recipe.methods) and recipe.rate_episodes == 100
+    assert {t.name for t in recipe.teachers if t.held_out} == {"Hopper-TD3", "Walker2d-TD3"}
     quick = load_suite("quick")
     assert [c.id for c in quick.cells(seeds=[1])] == ["Swimmer-SAC__tree-4__seed1", "Swimmer-SAC__tree-16__seed1"]
 
@@ -271,6 +272,8 @@ def test_bad_start_methods_are_one_line_errors(tmp_path: Path, extra: str, messa
     ('seeds = [0]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [4]\n'
      'settings = { max_leafs = 3 }', "Unknown setting(s) of [methods.tree] in suite "),
     ('seeds = [0\n', "is not valid:"),
+    ('seeds = [0]\n[[teachers]]\nname = "a"\npath = "x.zip"\nheld_out = "yes"\n[methods.tree]\nsizes = [4]',
+     "teacher 'a': 'held_out' must be true or false. Got 'yes' instead."),
     ('seeds = [0]\n[targets]\npercent = -5\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [4]',
      "[targets] must map some of percent, worst_percent, below_half, parameters, nonzero_terms, idle_experts, minutes "
      "to numbers "
@@ -715,9 +718,19 @@ def test_report_shows_the_records_of_compared_suites_next_to_its_own(report: Pat
             if json.loads(f.read_text())["method"] == drop:
                 f.unlink()
     suite = json.loads((mine / "suite.json").read_text())
-    (mine / "suite.json").write_text(json.dumps({**suite, "compare": ["other", "absent"]}))
+    teachers = [{**t, "held_out": True} for t in suite["teachers"]]
+    (mine / "suite.json").write_text(json.dumps({**suite, "compare": ["other", "absent"], "teachers": teachers,
+                                                 "targets": {"percent": 90, "parameters": 1000}}))
     write_report(mine, seed=0)
     md = (mine / "report.md").read_text()
+    own = md.split("### This suite's own cells")[1].split("### Every method against the targets")[0]
+    mine_records = [json.loads(f.read_text()) for f in (mine / "records").glob("*.json")]
+    name = mine_records[0]["cell"]["teacher"]
+    assert f"Held out: agents these methods were not chosen on ({name})." in own
+    for r in mine_records:  # each of its own cells, and only those, seed by seed
+        c = r["cell"]
+        assert f"| {name} (held out) | {c['method']} | {c['size']} | {c['seed']} |" in own
+    assert "tree-constant" not in own
     n = len(list((other / "records").glob("*.json")))
     assert (f"Shown next to them, not run again: {n} records of methods tree-constant on the same teachers from the "
             "`other` suite's results folder") in md
