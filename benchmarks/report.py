@@ -621,6 +621,15 @@ def held_out_choices(summary: dict[str, list[Group]]) -> list[list[str]]:
     return rows
 
 
+def _verdict(g: Group, targets: dict[str, float]) -> str:
+    """"all" where ``g`` meets every target it can be judged on, else its misses; "–" where none applies."""
+    checks = target_checks(g, targets)
+    if checks and all(ok for ok, _ in checks.values()):
+        idle = checks.get("idle_experts", (True, ""))[1]
+        return "all" + (f" ({idle})" if "suffice" in idle else "")
+    return "; ".join(text for ok, text in checks.values() if not ok) or "–"
+
+
 def own_cells(summary: dict[str, list[Group]], methods: set[str], targets: dict[str, float],
               held_out: set[str] = frozenset()) -> list[list[str]]:
     """Rows of the suite's own methods (``methods``; not those shown beside them from another suite) against
@@ -640,12 +649,6 @@ def own_cells(summary: dict[str, list[Group]], methods: set[str], targets: dict[
     """
     rows = []
 
-    def verdict(g: Group) -> str:
-        checks = target_checks(g, targets)
-        if not checks:
-            return "–"
-        return "all" if all(ok for ok, _ in checks.values()) else "; ".join(t for ok, t in checks.values() if not ok)
-
     def below(g: Group) -> str:
         flags = g._failure_flags()
         return f"{sum(flags)} of {len(flags)}" if flags else "–"
@@ -660,12 +663,12 @@ def own_cells(summary: dict[str, list[Group]], methods: set[str], targets: dict[
                 one = Group(g.task, g.teacher, g.method, g.size, [r])
                 rows.append([name, g.method, str(g.size), str(r["cell"]["seed"]),
                              _f(one.mean("size", "parameters"), ".0f"), _f(_num(r["percent_of_teacher"]), ".1f"),
-                             _f(one.worst_percent, ".1f"), below(one), verdict(one)])
+                             _f(one.worst_percent, ".1f"), below(one), _verdict(one, targets)])
             if len(runs) > 1:
                 rows.append([f"**{name}**", f"**{g.method}**", f"**{g.size}**",
                              f"**{', '.join(str(r['cell']['seed']) for r in runs)}**",
                              _f(g.mean("size", "parameters"), ".0f"), _f(float(np.mean(g.percents)), ".1f"),
-                             _f(g.worst_percent, ".1f"), below(g), verdict(g)])
+                             _f(g.worst_percent, ".1f"), below(g), _verdict(g, targets)])
     return rows
 
 
@@ -888,16 +891,11 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
         rows = []
         for teacher, groups in summary.items():
             for g in groups:
-                checks = target_checks(g, targets)
                 t_worst, t_below = g.teacher_reference
                 rows.append([teacher, g.method, str(g.size), _f(g.mean("size", "parameters"), ".0f"),
                              _f(float(np.mean(g.percents)) if g.percents else None, ".1f"),
                              _f(g.worst_percent, ".1f"), _f(g.below_half, ".1f"),
-                             f"{_f(t_worst, '.1f')} / {_f(t_below, '.1f')}",
-                             ("all" + (f" ({checks['idle_experts'][1]})" if "suffice" in
-                                       checks.get("idle_experts", (True, ""))[1] else ""))
-                             if checks and all(ok for ok, _ in checks.values()) else
-                             "; ".join(text for ok, text in checks.values() if not ok) or "–"])
+                             f"{_f(t_worst, '.1f')} / {_f(t_below, '.1f')}", _verdict(g, targets)])
         doc.table(["teacher", "method", "size", "parameters", "mean % of teacher", "worst episode %",
                    "% of episodes below half", "the teacher itself: worst % / % below half",
                    "targets met, or the misses"], rows)
