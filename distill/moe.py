@@ -14,6 +14,7 @@ so that every expert is used. Then it turns the soft mixture into the controller
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -262,6 +263,7 @@ class MixturePolicy(PolicyStudent):
 
         Keeps the router whose top-1 mixture has the smallest weighted squared error.
         """
+        from sklearn.exceptions import ConvergenceWarning
         from sklearn.linear_model import LogisticRegression
 
         m = self.n_experts
@@ -285,7 +287,11 @@ class MixturePolicy(PolicyStudent):
                 break
             keep = regret > 0
             clf = LogisticRegression(C=1e4, max_iter=300)
-            clf.fit(((X - mu) / sd)[keep], labels[keep], sample_weight=regret[keep] / regret[keep].mean())
+            with warnings.catch_warnings():
+                # One EM step among several, and only the router with the smallest error is kept: a step that
+                # stops at max_iter is a less good candidate, not a fault worth a warning per DAgger round.
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                clf.fit(((X - mu) / sd)[keep], labels[keep], sample_weight=regret[keep] / regret[keep].mean())
             ws = np.zeros((m, X.shape[1]))
             bs = np.full(m, -1e9)  # an expert no row prefers is never chosen
             if len(present) == 2:  # scikit-learn's binary case: one score, for the second class
