@@ -570,8 +570,10 @@ def _compared_records(res: Path, suite: dict[str, Any], own: list[dict[str, Any]
 
 
 def repair_pairs(summary: dict[str, list[Group]]) -> list[list[str]]:
-    """Rows comparing each method with its ``-repair`` twin (same teacher and size): mean %, worst %, % below half,
-    before → after."""
+    """Rows comparing each method with its ``-repair`` twin (same teacher and size), on the seeds both ran (the
+    same distillation, repaired or not): mean %, worst %, episodes below half (before → after), and what the
+    repair found per seed (failures in each round's fresh episodes, the round kept on held-out episodes).
+    """
     rows = []
     for teacher, groups in summary.items():
         by = {(g.method, str(g.size)): g for g in groups}
@@ -581,13 +583,32 @@ def repair_pairs(summary: dict[str, list[Group]]) -> list[list[str]]:
             base = by.get((g.method.replace("-repair", "", 1), str(g.size)))
             if base is None:
                 continue
+            seeds = sorted(set(base.seeds) & set(g.seeds))
+            if not seeds:
+                continue
+            before, after = (Group(x.task, x.teacher, x.method, x.size,
+                                   [r for r in x.records if r["cell"]["seed"] in seeds]) for x in (base, g))
 
             def pair(a: float | None, b: float | None) -> str:
                 return f"{_f(a, '.1f')} → {_f(b, '.1f')}"
 
-            rows.append([teacher, f"{base.method} → {g.method}", f"{len(base.records)} / {len(g.records)}",
-                         pair(float(np.mean(base.percents)), float(np.mean(g.percents))),
-                         pair(base.worst_percent, g.worst_percent), pair(base.below_half, g.below_half)])
+            def count(x: Group) -> str:
+                flags = x._failure_flags()
+                return f"{sum(flags)} of {len(flags)}"
+
+            found = []
+            for r in sorted(after.records, key=lambda r: r["cell"]["seed"]):
+                rep = (r.get("details") or {}).get("repair") or {}
+                rounds = [h for h in rep.get("history", []) if h.get("round")]
+                if rounds:
+                    fails = ", ".join(f"{h.get('failed')}/{h.get('episodes', '?')}" for h in rounds)
+                    kept = rep.get("best_round", 0)
+                    found.append(f"seed {r['cell']['seed']}: {fails}; kept "
+                                 + (f"round {kept}" if kept else "the unrepaired fit"))
+            rows.append([teacher, f"{base.method} → {g.method}", ", ".join(map(str, seeds)),
+                         pair(float(np.mean(before.percents)), float(np.mean(after.percents))),
+                         pair(before.worst_percent, after.worst_percent), f"{count(before)} → {count(after)}",
+                         "; ".join(found) or "–"])
     return rows
 
 
@@ -924,11 +945,13 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
     if rows := repair_pairs(summary):
         doc.h(2, "Repair from diagnosis: before and after")
         doc.p("Per teacher, each method next to the same method with repair from diagnosis (`-repair`: targeted "
-              "DAgger from the run-up to each failure, `interp-rl distill ... --repair-rounds`), the seeds together "
-              "as in the targets table: mean % of teacher, worst episode %, and % of the failure-rate episodes "
-              "below half the teacher's mean (before → after).")
+              "DAgger from the run-up to each failure, `interp-rl distill ... --repair-rounds`), on the seeds both "
+              "ran, so each pair is one distillation before and after its repair: mean % of teacher, worst "
+              "episode %, and failure-rate episodes below half the teacher's mean (before → after). Found: per "
+              "seed, the failures in each repair round's fresh episodes (the points of no return it learns "
+              "from), and the round the held-out episodes kept.")
         doc.table(["teacher", "method → repaired", "seeds", "mean % of teacher", "worst episode %",
-                   "% of episodes below half"], rows)
+                   "episodes below half", "found"], rows)
 
     if rows := held_out_choices(summary):
         doc.h(2, "What the held-out episodes chose")

@@ -214,10 +214,14 @@ def test_repair_pairs_put_each_method_next_to_its_repaired_twin() -> None:
                 for s, p in enumerate(percents)]
         return Group("T-v5", "T", method, 8, recs)
 
-    summary = {"T": [group("moe-rl", [80.0, 90.0], 20.0, [True, False]), group("moe-repair-rl", [95.0], 80.0, [False]),
+    repaired = group("moe-repair-rl", [95.0], 80.0, [False])
+    repaired.records[0]["details"] = {"repair": {"best_round": 2, "history": [
+        {"round": 0}, {"round": 1, "failed": 3, "episodes": 50}, {"round": 2, "failed": 1, "episodes": 50}]}}
+    summary = {"T": [group("moe-rl", [80.0, 90.0], 20.0, [True, False]), repaired,
                      group("tree", [50.0], 1.0, [True])]}
-    assert repair_pairs(summary) == [["T", "moe-rl → moe-repair-rl", "2 / 1", "85.0 → 95.0", "20.0 → 80.0",
-                                      "50.0 → 0.0"]]
+    # Only seed 0 ran both ways: seed 1's 90% does not enter the "before".
+    assert repair_pairs(summary) == [["T", "moe-rl → moe-repair-rl", "0", "80.0 → 95.0", "20.0 → 80.0",
+                                      "1 of 2 → 0 of 1", "seed 0: 3/50, 1/50; kept round 2"]]
 
 
 # ----------------------------------------------------------------------------- suites
