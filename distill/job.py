@@ -191,7 +191,19 @@ class Distillation(BaseEstimator):
         continues them). With
         ``start`` (a fitted student, e.g. ``PolicyStudent.from_program`` of a saved controller) DAgger is
         skipped: the fine-tuning steps start from it (``dagger_`` is then ``None``).
+
+        NumPy's BLAS runs on one thread throughout, as torch does in every student: how a product's sums are
+        split across threads changes their last bits, DAgger's rollouts amplify them, and the same seed would
+        give another controller on a machine with more cores (on Ant, with its 105 features, it did).
         """
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(1):
+            return self._fit(teacher, env_fn, checkpoint_dir=checkpoint_dir, resume=resume, progress=progress,
+                             start=start)
+
+    def _fit(self, teacher: Teacher, env_fn: Callable[[int], Any] | None, *, checkpoint_dir: str | Path | None,
+             resume: bool, progress: Callable[[dict[str, Any]], None] | None, start: Any) -> Distillation:
         self._validate_params()
         check_teacher(teacher, "Distillation")
         if self.rl is not None and self.rl.n_steps > 0:
@@ -473,11 +485,26 @@ def run_job(
     no DAgger runs: the method's fine-tuning (``rl_steps``, leaf tuning) starts from that controller, and
     ``distill_seconds`` adds the time the start took to make (its own ``metrics.json``).
 
+    NumPy's BLAS runs on one thread throughout (see :meth:`Distillation.fit`), so a seed gives the same
+    controller and the same figures on any number of cores.
+
     Returns
     -------
     dict
         The metrics written to ``metrics.json``.
     """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        return _run_job(method, teacher, settings, out_dir, features=features, actions=actions,
+                        provenance=provenance, resume=resume, progress=progress,
+                        evaluate_student=evaluate_student, start=start)
+
+
+def _run_job(method: Method, teacher: Teacher, settings: dict[str, Any], out_dir: str | Path, *,
+             features: Sequence[Signal] | None, actions: Sequence[Signal] | None, provenance: dict[str, Any] | None,
+             resume: bool, progress: Callable[[dict[str, Any]], None] | None, evaluate_student: bool,
+             start: str | Path | None) -> dict[str, Any]:
     from interp_rl.compare import compare
 
     check_teacher(teacher, f"distill {method.name}")

@@ -197,6 +197,27 @@ def test_interrupted_distillation_resumes_from_its_completed_rounds(shared_teach
     assert Path(out / "controller.json").is_file() and not (out / "checkpoint").exists()
 
 
+def test_a_distillation_runs_numpy_s_blas_on_one_thread(tmp_path, teachers):
+    """The same seed gives the same controller on any number of cores: BLAS threads split a product's sums
+    differently (on Ant's 105 features a 2-thread run gave another controller), so distilling pins them to one."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from distill import METHODS, run_job
+    from interp_rl.errors import DistillInterrupted
+
+    cfg = {"max_leaves": 4, "iterations": 1, "steps": 1000, "eval_episodes": 1, "select_episodes": 1,
+           "noise_levels": "", "rl_steps": 0}
+    seen = []
+
+    def look(row):
+        seen.append({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+        raise KeyboardInterrupt
+
+    with threadpool_limits(2), pytest.raises(DistillInterrupted):
+        run_job(METHODS["tree"], teachers["sac_swimmer"], cfg, tmp_path / "t", progress=look)
+    assert seen and seen[0] == {1}
+
+
 def test_the_recipe_s_dart_levels_resume_and_count_their_time(shared_teachers, tmp_path, teachers):
     """The default recipe distils at two DART levels; a run stopped in the second resumes there."""
     from distill import METHODS, run_job
