@@ -209,8 +209,20 @@ def repair_controller(folder: str | Path, teacher: Teacher, out: str | Path, *, 
     The student is refitted as its method made it (``config.json``) on its distillation data plus the repair rows,
     then fine-tuned on the return when its method did so (``rl_steps``). The result is kept only if it beats the
     saved controller on held-out episodes. Both are then measured on ``measure_episodes`` other fresh episodes
-    (seeds ``measure_seed ...``): mean, worst episode and failure rate, before and after.
+    (seeds ``measure_seed ...``): mean, worst episode and failure rate, before and after. NumPy's BLAS runs on one
+    thread, as in a distillation (:meth:`distill.job.Distillation.fit`), so a seed gives the same repair anywhere.
     """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        return _repair_controller(folder, teacher, out, rounds=rounds, episodes=episodes, window=window,
+                                  weight=weight, measure_episodes=measure_episodes, measure_seed=measure_seed,
+                                  seed=seed, progress=progress)
+
+
+def _repair_controller(folder: str | Path, teacher: Teacher, out: str | Path, *, rounds: int, episodes: int,
+                       window: int, weight: float, measure_episodes: int, measure_seed: int, seed: int,
+                       progress: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
     from distill.dagger import critic_weights
     from distill.job import CONFIG_FILE, METRICS_FILE, refit_like, write_controller_files
     from distill.methods import get_method
