@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.suite import Cell, Suite, SuiteError, TeacherSpec
+from interp_rl._threads import one_blas_thread
 from interp_rl.errors import InterpRLError
 from interp_rl.interrupts import sigterm_as_interrupt
 from interp_rl.io import atomic_write, atomic_write_text, json_safe, remove_stale_temps
@@ -191,6 +192,7 @@ def _speedup(teacher_s: float, student_s: float | None) -> float | None:
     return teacher_s / student_s if student_s else None
 
 
+@one_blas_thread
 def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers_dir: str) -> dict[str, Any]:
     """Run one cell and write its record; return the record (an existing record is returned as is).
 
@@ -198,13 +200,6 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     function runs unchanged in a worker process or a Ray task. NumPy's BLAS runs on one thread inside a
     cell: cells run side by side, and BLAS threads waiting on busy cores made SINDy fits several times slower.
     """
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1):
-        return _run_cell(cell, suite, results, teachers_dir)
-
-
-def _run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers_dir: str) -> dict[str, Any]:
     import torch
 
     from benchmarks.latency import controller_latency, teacher_latency

@@ -592,10 +592,6 @@ def repair_pairs(summary: dict[str, list[Group]]) -> list[list[str]]:
             def pair(a: float | None, b: float | None) -> str:
                 return f"{_f(a, '.1f')} → {_f(b, '.1f')}"
 
-            def count(x: Group) -> str:
-                flags = x._failure_flags()
-                return f"{sum(flags)} of {len(flags)}"
-
             found = []
             for r in sorted(after.records, key=lambda r: r["cell"]["seed"]):
                 rep = (r.get("details") or {}).get("repair") or {}
@@ -607,7 +603,8 @@ def repair_pairs(summary: dict[str, list[Group]]) -> list[list[str]]:
                                  + (f"round {kept}" if kept else "the unrepaired fit"))
             rows.append([teacher, f"{base.method} → {g.method}", ", ".join(map(str, seeds)),
                          pair(float(np.mean(before.percents)), float(np.mean(after.percents))),
-                         pair(before.worst_percent, after.worst_percent), f"{count(before)} → {count(after)}",
+                         pair(before.worst_percent, after.worst_percent),
+                         f"{_below_count(before)} → {_below_count(after)}",
                          "; ".join(found) or "–"])
     return rows
 
@@ -642,6 +639,12 @@ def held_out_choices(summary: dict[str, list[Group]]) -> list[list[str]]:
     return rows
 
 
+def _below_count(g: Group) -> str:
+    """Episodes below half the teacher's mean, as a count: "3 of 100" ("–" without episodes)."""
+    flags = g._failure_flags()
+    return f"{sum(flags)} of {len(flags)}" if flags else "–"
+
+
 def _verdict(g: Group, targets: dict[str, float]) -> str:
     """"all" where ``g`` meets every target it can be judged on, else its misses; "–" where none applies."""
     checks = target_checks(g, targets)
@@ -669,11 +672,6 @@ def own_cells(summary: dict[str, list[Group]], methods: set[str], targets: dict[
     **T (held out)** | **moe** | **8** | **0, 1** | 93.5 | 70.0 | 2 of 200 | worst 70.0% (5.0 short of 75%)
     """
     rows = []
-
-    def below(g: Group) -> str:
-        flags = g._failure_flags()
-        return f"{sum(flags)} of {len(flags)}" if flags else "–"
-
     for teacher, groups in summary.items():
         name = teacher + (" (held out)" if teacher in held_out else "")
         for g in groups:
@@ -684,12 +682,12 @@ def own_cells(summary: dict[str, list[Group]], methods: set[str], targets: dict[
                 one = Group(g.task, g.teacher, g.method, g.size, [r])
                 rows.append([name, g.method, str(g.size), str(r["cell"]["seed"]),
                              _f(one.mean("size", "parameters"), ".0f"), _f(_num(r["percent_of_teacher"]), ".1f"),
-                             _f(one.worst_percent, ".1f"), below(one), _verdict(one, targets)])
+                             _f(one.worst_percent, ".1f"), _below_count(one), _verdict(one, targets)])
             if len(runs) > 1:
                 rows.append([f"**{name}**", f"**{g.method}**", f"**{g.size}**",
                              f"**{', '.join(str(r['cell']['seed']) for r in runs)}**",
                              _f(g.mean("size", "parameters"), ".0f"), _f(float(np.mean(g.percents)), ".1f"),
-                             _f(g.worst_percent, ".1f"), below(g), _verdict(g, targets)])
+                             _f(g.worst_percent, ".1f"), _below_count(g), _verdict(g, targets)])
     return rows
 
 

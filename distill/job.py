@@ -20,6 +20,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 from distill.dagger import DAgger, _jsonable
+from interp_rl._threads import one_blas_thread
 from interp_rl._validation import check_float, check_int
 from interp_rl.errors import InterpRLError, bad_value
 from interp_rl.io import atomic_write_text, json_safe
@@ -182,6 +183,7 @@ class Distillation(BaseEstimator):
                 raise bad_value("sweep_param", "Distillation", f"a parameter of {type(student).__name__}",
                                 self.sweep_param)
 
+    @one_blas_thread
     def fit(self, teacher: Teacher, env_fn: Callable[[int], Any] | None = None, *,
             checkpoint_dir: str | Path | None = None, resume: bool = False,
             progress: Callable[[dict[str, Any]], None] | None = None, start: Any = None) -> Distillation:
@@ -196,14 +198,6 @@ class Distillation(BaseEstimator):
         split across threads changes their last bits, DAgger's rollouts amplify them, and the same seed would
         give another controller on a machine with more cores (on Ant, with its 105 features, it did).
         """
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(1):
-            return self._fit(teacher, env_fn, checkpoint_dir=checkpoint_dir, resume=resume, progress=progress,
-                             start=start)
-
-    def _fit(self, teacher: Teacher, env_fn: Callable[[int], Any] | None, *, checkpoint_dir: str | Path | None,
-             resume: bool, progress: Callable[[dict[str, Any]], None] | None, start: Any) -> Distillation:
         self._validate_params()
         check_teacher(teacher, "Distillation")
         if self.rl is not None and self.rl.n_steps > 0:
@@ -456,6 +450,7 @@ def _picture(controller: Controller, out: Path, title: str, metrics: dict[str, A
         metrics["picture_error"] = str(exc)
 
 
+@one_blas_thread
 def run_job(
     method: Method,
     teacher: Teacher,
@@ -493,18 +488,6 @@ def run_job(
     dict
         The metrics written to ``metrics.json``.
     """
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1):
-        return _run_job(method, teacher, settings, out_dir, features=features, actions=actions,
-                        provenance=provenance, resume=resume, progress=progress,
-                        evaluate_student=evaluate_student, start=start)
-
-
-def _run_job(method: Method, teacher: Teacher, settings: dict[str, Any], out_dir: str | Path, *,
-             features: Sequence[Signal] | None, actions: Sequence[Signal] | None, provenance: dict[str, Any] | None,
-             resume: bool, progress: Callable[[dict[str, Any]], None] | None, evaluate_student: bool,
-             start: str | Path | None) -> dict[str, Any]:
     from interp_rl.compare import compare
 
     check_teacher(teacher, f"distill {method.name}")

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from interp_rl._threads import one_blas_thread
 from interp_rl._validation import check_float, check_int
 from interp_rl.compare import half_of_teacher
 from interp_rl.io import atomic_write_text, json_safe
@@ -201,6 +202,7 @@ class FailureRepair(BaseEstimator):
         return self
 
 
+@one_blas_thread
 def repair_controller(folder: str | Path, teacher: Teacher, out: str | Path, *, rounds: int = 3, episodes: int = 50,
                       window: int = 100, weight: float = 1.0, measure_episodes: int = 100, measure_seed: int,
                       seed: int = 0, progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
@@ -212,17 +214,6 @@ def repair_controller(folder: str | Path, teacher: Teacher, out: str | Path, *, 
     (seeds ``measure_seed ...``): mean, worst episode and failure rate, before and after. NumPy's BLAS runs on one
     thread, as in a distillation (:meth:`distill.job.Distillation.fit`), so a seed gives the same repair anywhere.
     """
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1):
-        return _repair_controller(folder, teacher, out, rounds=rounds, episodes=episodes, window=window,
-                                  weight=weight, measure_episodes=measure_episodes, measure_seed=measure_seed,
-                                  seed=seed, progress=progress)
-
-
-def _repair_controller(folder: str | Path, teacher: Teacher, out: str | Path, *, rounds: int, episodes: int,
-                       window: int, weight: float, measure_episodes: int, measure_seed: int, seed: int,
-                       progress: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
     from distill.dagger import critic_weights
     from distill.job import CONFIG_FILE, METRICS_FILE, refit_like, write_controller_files
     from distill.methods import get_method
