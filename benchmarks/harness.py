@@ -193,12 +193,15 @@ def _speedup(teacher_s: float, student_s: float | None) -> float | None:
 
 
 @one_blas_thread
-def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers_dir: str) -> dict[str, Any]:
+def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers_dir: str,
+             jobs: int = 1) -> dict[str, Any]:
     """Run one cell and write its record; return the record (an existing record is returned as is).
 
     Arguments are plain data (``Cell.to_dict()``, ``Suite.to_dict()``, folder names) so the
     function runs unchanged in a worker process or a Ray task. NumPy's BLAS runs on one thread inside a
     cell: cells run side by side, and BLAS threads waiting on busy cores made SINDy fits several times slower.
+    ``jobs`` is the CPUs the cell may use for a recipe's DART levels (the distillation's ``jobs``); it changes
+    the cell's time, never its controller.
     """
     import torch
 
@@ -227,6 +230,7 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     settings = method.resolve({**mspec.settings, method.size: c.size, "seed": c.seed},
                               owner=f"method {c.method!r} of suite {suite['name']!r}")
     config = {k: v for k, v in settings.items() if k not in {j.name for j in JOB_OPTIONS}}
+    settings["jobs"] = jobs
     teacher = _load_teacher(spec, res, Path(teachers_dir))
     features, actions = task_signals(teacher.task, teacher.variant)
     provenance = _provenance(spec, teacher)
@@ -544,6 +548,7 @@ def run_suite(
         TimeRemainingColumn,
     )
 
+    from interp_rl._parallel import usable_cpus
     from interp_rl._validation import check_int
 
     check_int(workers, "workers", "bench")
@@ -579,7 +584,11 @@ def run_suite(
             f"running the other {len(todo)}.")
     if not todo:
         return result
-    args = (suite.to_dict(), str(res), str(tdir))
+    # The CPUs left to each cell for its DART levels: Ray counts one CPU per task, so its cells get one; inline
+    # cells run one at a time.
+    cells_at_once = {"ray": 0, "inline": 1}.get(executor, min(workers, len(todo)))
+    jobs_per_cell = max(1, usable_cpus() // cells_at_once) if cells_at_once else 1
+    args = (suite.to_dict(), str(res), str(tdir), jobs_per_cell)
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("ETA"), TimeRemainingColumn()]
     jobs = _executor_jobs(executor, min(workers, len(todo)), ray_address)

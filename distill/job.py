@@ -100,6 +100,10 @@ class Distillation(BaseEstimator):
         and the fit with the best held-out score over all levels is kept, with its data. Noise on the executed
         actions teaches recovery but spends the teacher's labels away from its own path; which pays depends on
         the teacher, so the held-out episodes decide ("": one run at ``dagger.action_noise``).
+    n_jobs : int, default=None
+        Processes running the DART levels side by side (forked; each level on one CPU). ``None``: one per level,
+        up to the CPUs this process may use; 1: one level after the other. The controller is the same either
+        way: each level has its own seeds and touches nothing the other reads.
     repair : FailureRepair, default=None
         After DAgger (and the sweep): targeted DAgger from the run-up to the controller's failures, the student
         refitted within its budget (:class:`~distill.repair.FailureRepair`); skipped when ``None`` or its
@@ -138,7 +142,7 @@ class Distillation(BaseEstimator):
     def __init__(self, dagger: DAgger | None = None, tuner: Any = None, rl: Any = None,
                  collapse_atol: float = 0.0, scratch: Any = None, sweep: str = "", sweep_param: str = "",
                  sweep_tolerance: float = 0.05, sweep_episodes: int = 10, repair: Any = None, restarts: int = 1,
-                 restart_episodes: int = 20, noise_levels: str = "") -> None:
+                 restart_episodes: int = 20, noise_levels: str = "", n_jobs: int | None = None) -> None:
         self.dagger = dagger
         self.tuner = tuner
         self.rl = rl
@@ -152,6 +156,7 @@ class Distillation(BaseEstimator):
         self.restarts = restarts
         self.restart_episodes = restart_episodes
         self.noise_levels = noise_levels
+        self.n_jobs = n_jobs
 
     def _noise_values(self) -> list[float]:
         """The DART levels to choose between, parsed; [] when off."""
@@ -176,6 +181,8 @@ class Distillation(BaseEstimator):
         check_int(self.sweep_episodes, "sweep_episodes", "Distillation", low=1)
         check_int(self.restarts, "restarts", "Distillation", low=1)
         check_int(self.restart_episodes, "restart_episodes", "Distillation", low=1)
+        if self.n_jobs is not None:
+            check_int(self.n_jobs, "n_jobs", "Distillation", low=1)
         self._noise_values()
         if self._sweep_values():
             student = (self.dagger or DAgger())._base_student()
@@ -218,8 +225,7 @@ class Distillation(BaseEstimator):
             dagger, student, scale = None, self._from_scratch(teacher, checkpoint_dir, resume, progress), None
         elif start is None:
             levels = self._noise_values()
-            runs = [self._distil(teacher, env_fn, level, checkpoint_dir, resume, progress, score=len(levels) > 1)
-                    for level in (levels or [None])]
+            runs = self._distil_levels(teacher, env_fn, levels, checkpoint_dir, resume, progress)
             kept = int(np.argmax([r["score"] for r in runs])) if len(runs) > 1 else 0
             self.daggers_ = [r["dagger"] for r in runs]
             dagger, student = runs[kept]["dagger"], runs[kept]["student"]
@@ -266,9 +272,27 @@ class Distillation(BaseEstimator):
         self.dagger_, self.student_ = dagger, student
         return self
 
+    def _distil_levels(self, teacher: Teacher, env_fn: Callable[[int], Any], levels: list[float],
+                       checkpoint_dir: str | Path | None, resume: bool,
+                       progress: Callable[[dict[str, Any]], None] | None) -> list[dict[str, Any]]:
+        """One :meth:`_distil` run per DART level (one at DAgger's own noise without levels), side by side in
+        up to ``n_jobs`` processes. Each level has its own seeds and checkpoint folder and touches no shared
+        state, so the runs are the same whether they run side by side or in turn; their progress rows carry
+        ``level`` (the level's index)."""
+        from functools import partial
+
+        from interp_rl._parallel import side_by_side, usable_cpus
+
+        if not levels:
+            return [self._distil(teacher, env_fn, None, checkpoint_dir, resume, progress, score=False)]
+        jobs = min(len(levels), self.n_jobs if self.n_jobs is not None else usable_cpus())
+        tasks = [partial(self._distil, teacher, env_fn, noise, checkpoint_dir, resume, score=len(levels) > 1,
+                         level=i) for i, noise in enumerate(levels)]
+        return side_by_side(tasks, jobs, progress)
+
     def _distil(self, teacher: Teacher, env_fn: Callable[[int], Any], noise: float | None,
                 checkpoint_dir: str | Path | None, resume: bool, progress: Callable[[dict[str, Any]], None] | None,
-                *, score: bool) -> dict[str, Any]:
+                *, score: bool, level: int = 0) -> dict[str, Any]:
         """DAgger (at DART level ``noise``, or DAgger's own when ``None``), then the sweep, the repair and the
         restarts on its data; with ``score``, the kept fit's held-out score (one fit is scored too)."""
         dagger = clone(self.dagger or DAgger())
@@ -277,6 +301,7 @@ class Distillation(BaseEstimator):
             if checkpoint_dir is not None:
                 checkpoint_dir = Path(checkpoint_dir) / f"noise-{noise:g}"
             if progress is not None:
+                progress = _tagged(progress, level)
                 progress({"stage": "dart", "noise": noise})
         dagger.set_params(checkpoint_dir=checkpoint_dir)
         dagger.fit(teacher, env_fn, resume=resume, progress=progress)
@@ -401,6 +426,11 @@ class Distillation(BaseEstimator):
         return trainer.student_
 
 
+def _tagged(progress: Callable[[dict[str, Any]], None], level: int) -> Callable[[dict[str, Any]], None]:
+    """``progress`` with every row tagged by the DART level's index (levels may run side by side)."""
+    return lambda row: progress({**row, "level": level})
+
+
 def refit_like(student: Any, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, weighted: bool) -> Any:
     """A new student with ``student``'s settings (size limits, seed, bounds) fitted on ``X``, ``y``."""
     fresh = clone(student)
@@ -488,11 +518,12 @@ def run_job(
     dict
         The metrics written to ``metrics.json``.
     """
+    from distill.methods import SPEED_ONLY
     from interp_rl.compare import compare
 
     check_teacher(teacher, f"distill {method.name}")
     resolved = method.resolve(settings)
-    estimator = method.build(resolved)
+    estimator = method.build(resolved).set_params(n_jobs=resolved["jobs"] or None)
     out = Path(out_dir)
     ckpt = out / CHECKPOINT_DIR
     if (out / METRICS_FILE).exists() and not resume:
@@ -504,7 +535,7 @@ def run_job(
         )
     if resume and (out / CONFIG_FILE).is_file():
         saved = json.loads((out / CONFIG_FILE).read_text()).get("settings", {})
-        diff = sorted(k for k in set(saved) | set(resolved) if saved.get(k) != resolved.get(k))
+        diff = sorted(k for k in (set(saved) | set(resolved)) - SPEED_ONLY if saved.get(k) != resolved.get(k))
         if diff:
             raise InterpRLError(f"Cannot resume {str(out)!r} with different settings ({', '.join(diff)}).")
     begin = _start_student(method, estimator, teacher, start, features) if start is not None else None
@@ -519,13 +550,12 @@ def run_job(
     atomic_write_text(out / CONFIG_FILE, json.dumps(json_safe(config), indent=1) + "\n")
 
     t0 = time.perf_counter()
-    rounds_now: list[int] = []  # DAgger rounds run by this call, per DART level
+    rounds_now: dict[int, int] = {}  # DAgger rounds run by this call, per DART level (levels may run side by side)
 
     def _progress(row: dict[str, Any]) -> None:
-        if row.get("stage") == "dart" or ("round" in row and not rounds_now):
-            rounds_now.append(0)
-        if "round" in row:
-            rounds_now[-1] += 1
+        if "round" in row:  # a DAgger round
+            level = int(row.get("level", 0))
+            rounds_now[level] = rounds_now.get(level, 0) + 1
         if progress is not None:
             progress(row)
 
@@ -535,7 +565,7 @@ def run_job(
     if dagger is not None:
         # Rounds finished before an interruption count too: each round records its own time (a DART level
         # finished before it ran no round now).
-        now = rounds_now + [0] * (len(estimator.daggers_) - len(rounds_now))
+        now = [rounds_now.get(i, 0) for i in range(len(estimator.daggers_))]
         earlier = sum(sum(r["seconds"] for r in d.history_[: len(d.history_) - n])
                       for d, n in zip(estimator.daggers_, now, strict=True))
     elif begin is not None:
@@ -546,7 +576,8 @@ def run_job(
     if estimator.scratch_:
         seconds = max(seconds, estimator.scratch_["seconds"] + (estimator.rl_.get("seconds") or 0.0))
 
-    metadata: dict[str, Any] = {"method": method.name, "settings": resolved, "teacher": provenance or {}}
+    made_by = {k: v for k, v in resolved.items() if k not in SPEED_ONLY}  # the controller is the same whatever these
+    metadata: dict[str, Any] = {"method": method.name, "settings": made_by, "teacher": provenance or {}}
     controller = estimator.student_.to_controller(features, actions, task=teacher.task, metadata=metadata)
     size = controller.size()
     metrics: dict[str, Any] = {

@@ -36,7 +36,7 @@ from interp_rl._validation import check_int
 from interp_rl.errors import InvalidParameterError, bad_value
 from interp_rl.program import Controller
 
-__all__ = ["JOB_OPTIONS", "METHODS", "Explanation", "Method", "Option", "get_method", "register_method"]
+__all__ = ["JOB_OPTIONS", "METHODS", "SPEED_ONLY", "Explanation", "Method", "Option", "get_method", "register_method"]
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,12 @@ JOB_OPTIONS = (
               "controller are compared (0: off).", low=0),
     JobOption("top_features", 0, "Read only the teacher's this-many most important features by Shapley value "
               "(0: all).", low=0),
+    JobOption("jobs", 0, "Processes running the DART levels side by side (0: one per level, up to the CPUs); the "
+              "controller is the same either way.", low=0),
 )
+
+#: Job settings that change how fast a job runs, never what it makes (a run may resume with other values).
+SPEED_ONLY = frozenset({"jobs"})
 
 
 @dataclass

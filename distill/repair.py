@@ -52,6 +52,11 @@ def held_out_score(policy: Any, env_fn: Callable[[int], Any], episodes: int, see
     return 0.5 * (float(r.mean()) + tail), float(r.mean()), float(r[0])
 
 
+def _progress_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A repair round's history row as a progress row: its number is ``repair_round`` (a ``round`` is DAgger's)."""
+    return {"repair_round": row["round"], **{k: v for k, v in row.items() if k != "round"}}
+
+
 class FailureRepair(BaseEstimator):
     """Targeted DAgger from the run-up to each failure (see the module docstring).
 
@@ -147,7 +152,7 @@ class FailureRepair(BaseEstimator):
         history: list[dict[str, Any]] = [{"round": 0, "failed": None, "rows": 0, "score": score, "return_mean": mean,
                                           "return_min": worst, "seconds": time.perf_counter() - t0}]
         if progress is not None:
-            progress({"repair_round": 0, **history[0]})
+            progress(_progress_row(history[0]))
         kept = (score if keep_start else -np.inf, student, X, y, w)
         rng = np.random.default_rng([self.seed, 27])
         for rnd in range(1, self.n_rounds + 1):
@@ -195,7 +200,7 @@ class FailureRepair(BaseEstimator):
             row["seconds"] = time.perf_counter() - t0
             history.append(row)
             if progress is not None:
-                progress({"repair_round": rnd, **row})
+                progress(_progress_row(row))
         self.history_ = history
         self.best_round_ = next((r["round"] for r in history[1:] if r.get("score") == kept[0]), 0)
         _, self.student_, self.X_, self.y_, self.sample_weight_ = kept

@@ -480,7 +480,8 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
                            f"Distilling {t.algo.upper()} on {t.task}",
                            total=None if start is not None or scratch else
                            (resolved["iterations"] + 1) * levels)
-        level = [-1]  # the DART level being distilled (index), when the recipe runs several
+        noises: dict[int, float] = {}  # DART level index -> noise, when the recipe runs several (side by side)
+        rounds: dict[int, int] = {}  # DART level index -> DAgger rounds done
 
         plain = not sys.stderr.isatty()  # a log gets one plain line per step instead of the bar
 
@@ -491,8 +492,8 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
 
         def on_round(row: dict[str, Any]) -> None:
             if row.get("stage") == "dart":
-                level[0] += 1
-                show(description=f"DAgger with DART noise {row['noise']:g}")
+                noises[row.get("level", 0)] = row["noise"]
+                show(description="DAgger with DART noise " + ", ".join(f"{v:g}" for v in noises.values()))
             elif "repair_round" in row:
                 ret = row.get("return_mean")
                 found = "" if row.get("failed") is None else f", {row['failed']} failed of {row['episodes']}"
@@ -504,10 +505,11 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
                      f"{row['return_mean']:.0f}, worst {row['return_min']:.0f}")
             elif "round" in row:
                 ret = row.get("return_mean")
-                done = max(level[0], 0) * (resolved["iterations"] + 1) + row["round"] + 1
-                show(completed=done, description=(
-                    f"DAgger round {row['round']}" + (f": return {ret:.0f}" if ret == ret and ret is not None
-                                                      else "")))
+                rounds[row.get("level", 0)] = row["round"] + 1
+                dart = f" (DART {noises[row['level']]:g})" if row.get("level") in noises else ""
+                show(completed=sum(rounds.values()), description=(
+                    f"DAgger round {row['round']}{dart}" + (f": return {ret:.0f}" if ret == ret and ret is not None
+                                                            else "")))
             elif "sweep" in row:
                 show(description=f"Sparsity sweep: {row['sweep']}={row['value']}, "
                      f"{row['parameters']} parameters, return {row['return_mean']:.0f}")

@@ -226,7 +226,7 @@ def test_the_recipe_s_dart_levels_resume_and_count_their_time(shared_teachers, t
     sac = teachers["sac_swimmer"]
     out = tmp_path / "t"
     cfg = {"max_leaves": 4, "iterations": 1, "steps": 1000, "eval_episodes": 1, "fidelity_steps": 200,
-           "select_episodes": 1, "rl_steps": 0, "restart_episodes": 2}
+           "select_episodes": 1, "rl_steps": 0, "restart_episodes": 2, "jobs": 1}
     assert METHODS["tree"].defaults()["noise_levels"] == "0,0.3"  # the recipe, not set here
     levels: list[float] = []
 
@@ -241,8 +241,8 @@ def test_the_recipe_s_dart_levels_resume_and_count_their_time(shared_teachers, t
                                                                                             "round_01.npz"]
     assert sorted(p.name for p in (out / "checkpoint" / "noise-0.3").glob("round_*.npz")) == ["round_00.npz"]
     code, _, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "sac", "Swimmer"),
-                           "--out", out, "--config", out / "config.json", "--resume")
-    assert code == 0, stderr
+                           "--out", out, "--config", out / "config.json", "--resume", "--jobs", "2")
+    assert code == 0, stderr  # the levels go on side by side: how many run at once is not a setting of the result
     metrics = json.loads((out / "metrics.json").read_text())
     rows = metrics["noise_levels"]["rows"]
     assert [r["noise"] for r in rows] == [0.0, 0.3]

@@ -283,8 +283,11 @@ def test_repair_labels_the_run_up_with_the_teacher_and_keeps_the_better_student(
         fits.append(len(X))
         return LinearPolicy(action_low=teacher.action_low, action_high=teacher.action_high).fit(X, y)
 
+    rows: list[dict] = []
     rep = FailureRepair(1, episodes=2, window=20, stride=5, horizon=10, select_episodes=2).fit(
-        start, teacher, None, X, y, None, refit=refit)
+        start, teacher, None, X, y, None, refit=refit, progress=rows.append)
+    # its progress rows are numbered repair_round: a 'round' is a DAgger round to the job (which counts their time)
+    assert [r["repair_round"] for r in rows] == [0, 1] and not any("round" in r for r in rows)
     row = rep.history_[1]
     assert row["failed"] == 2 and row["starts"] == 8  # every episode falls; 4 run-up states each
     assert 8 <= row["rows"] <= 80 and fits == [10 + row["rows"]]

@@ -1,0 +1,117 @@
+"""Run a few long, independent computations side by side in forked processes, their progress forwarded.
+
+Fork, not spawn: a child starts with the caller's objects as they are (a loaded teacher, an environment
+factory that is a closure, a test's stand-in), so nothing has to be picklable on the way in. Only the
+progress rows and each result travel back, pickled over a pipe in memory (never to disk). A task must not
+depend on what an earlier task did to the process (global random state, caches): then the results are the
+same whether the tasks run side by side or one after the other.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import traceback
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection, wait
+from typing import Any, TypeVar
+
+from interp_rl.errors import InterpRLError
+
+__all__ = ["usable_cpus", "side_by_side"]
+
+T = TypeVar("T")
+Progress = Callable[[dict[str, Any]], None]
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+class _RemoteTraceback(Exception):
+    """The traceback of an exception raised in a child, shown as the cause of the one re-raised here."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc`` if it survives pickling, else an :class:`InterpRLError` with its type and message."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return InterpRLError(f"{type(exc).__name__}: {exc}")
+
+
+def _child(task: Callable[[Progress | None], Any], conn: Connection, forward: bool) -> None:
+    """Run ``task`` in the child; send its progress rows, then ("done", result) or ("error", exception, text)."""
+    try:
+        result = task((lambda row: conn.send(("progress", row))) if forward else None)
+        conn.send(("done", result))
+    except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent, which re-raises it
+        try:
+            conn.send(("error", _portable(exc), traceback.format_exc()))
+        except (BrokenPipeError, OSError):  # the parent is gone: nobody to tell
+            pass
+    finally:
+        conn.close()
+
+
+def side_by_side(tasks: Sequence[Callable[[Progress | None], T]], jobs: int,
+                 progress: Progress | None = None) -> list[T]:
+    """Run ``tasks`` (each ``task(progress) -> result``), at most ``jobs`` at a time; their results, in order.
+
+    With ``jobs`` 1, one task, or no ``fork`` on this system they run one after the other in this process.
+    Otherwise each runs in a forked child; the rows a child passes to its ``progress`` reach ``progress``
+    here as they come. An exception in a child stops the others and is raised here (its traceback as the
+    cause); a child that dies without a word (killed, out of memory) raises :class:`InterpRLError`. On
+    an interruption here (Ctrl-C, SIGTERM turned into one) the children are stopped before it propagates.
+    """
+    if jobs <= 1 or len(tasks) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [task(progress) for task in tasks]
+    ctx = multiprocessing.get_context("fork")
+    results: dict[int, T] = {}
+    running: dict[int, tuple[Any, Connection]] = {}
+    waiting = list(range(len(tasks)))
+    try:
+        while waiting or running:
+            while waiting and len(running) < jobs:
+                i = waiting.pop(0)
+                recv, send = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_child, args=(tasks[i], send, progress is not None), daemon=True)
+                proc.start()
+                send.close()
+                running[i] = (proc, recv)
+            ready = wait([conn for _, conn in running.values()])
+            for i, (proc, conn) in list(running.items()):
+                if conn not in ready:
+                    continue
+                try:
+                    message = conn.recv()
+                except EOFError:
+                    proc.join()
+                    raise InterpRLError(f"A worker process stopped without a result (exit code {proc.exitcode}); "
+                                        "if it ran out of memory, run the tasks one after the other.") from None
+                if message[0] == "progress":
+                    assert progress is not None
+                    progress(message[1])
+                elif message[0] == "done":
+                    results[i] = message[1]
+                    proc.join()
+                    conn.close()
+                    del running[i]
+                else:
+                    _, exc, text = message
+                    raise exc from _RemoteTraceback(text)
+    finally:
+        for proc, conn in running.values():
+            proc.terminate()
+            proc.join()
+            conn.close()
+    return [results[i] for i in range(len(tasks))]
