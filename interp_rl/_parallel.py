@@ -12,6 +12,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, wait
@@ -49,8 +51,18 @@ def _portable(exc: BaseException) -> BaseException:
         return InterpRLError(f"{type(exc).__name__}: {exc}")
 
 
-def _child(task: Callable[[Progress | None], Any], conn: Connection, forward: bool) -> None:
+def _exit_with(parent: int) -> None:
+    """Leave as soon as ``parent`` is gone (killed without a chance to stop its children): an orphan would go
+    on computing, and writing checkpoints beside the run that resumes it, for nobody."""
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+def _child(task: Callable[[Progress | None], Any], conn: Connection, forward: bool, parent: int) -> None:
     """Run ``task`` in the child; send its progress rows, then ("done", result) or ("error", exception, text)."""
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
     try:
         result = task((lambda row: conn.send(("progress", row))) if forward else None)
         conn.send(("done", result))
@@ -84,7 +96,8 @@ def side_by_side(tasks: Sequence[Callable[[Progress | None], T]], jobs: int,
             while waiting and len(running) < jobs:
                 i = waiting.pop(0)
                 recv, send = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_child, args=(tasks[i], send, progress is not None), daemon=True)
+                proc = ctx.Process(target=_child, args=(tasks[i], send, progress is not None, os.getpid()),
+                                   daemon=True)
                 proc.start()
                 send.close()
                 running[i] = (proc, recv)

@@ -7,7 +7,11 @@ import json
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -88,6 +92,40 @@ def test_an_interruption_here_stops_the_children():
     with pytest.raises(KeyboardInterrupt):
         side_by_side([slow, slow], jobs=2, progress=stop)
     assert time.perf_counter() - t0 < 30 and multiprocessing.active_children() == []
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie waiting for a reaper does not)."""
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_children_leave_when_the_parent_is_killed_outright(tmp_path):
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent("""
+        import os, time
+        from interp_rl._parallel import side_by_side
+
+        def slow(progress):
+            progress({"pid": os.getpid()})
+            time.sleep(120)
+
+        side_by_side([slow, slow], 2, lambda row: print(row["pid"], flush=True))
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    pids = [int(proc.stdout.readline()) for _ in range(2)]
+    assert all(_running(p) for p in pids)
+    proc.kill()  # SIGKILL: no finally block runs in the parent
+    proc.wait()
+    deadline = time.perf_counter() + 15
+    while any(_running(p) for p in pids) and time.perf_counter() < deadline:
+        time.sleep(0.2)
+    assert not any(_running(p) for p in pids)
 
 
 def test_dart_levels_side_by_side_make_the_same_controller(teachers, single_torch_thread, tmp_path):
