@@ -302,6 +302,7 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
             "speedup_c_vs_forward": _speedup(t_lat["forward_s"], s_lat["c_native_s"]),
         },
         "distill_seconds": made["distill_seconds"],
+        "distill_cores": jobs,  # the cores its DART levels could use (a resumed cell's last run's)
         "attribution_agreement": teacher_agreement(teacher, controller, int(suite.get("attribution_states", 200)),
                                                    c.seed),
         "details": {k: made.get(k) for k in ("weighting", "best_round", "samples", "dagger_history", "tuning",
