@@ -500,7 +500,7 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
                 show(description=f"Repair round {row['repair_round']}{found}"
                      + (f", held-out return {ret:.0f}" if ret is not None else ""))
             elif "restart" in row:
-                noise = f" (DART {row['noise']:g})" if "noise" in row else ""
+                noise = f" (DART {noises[row['level']]:g})" if row.get("level") in noises else ""
                 show(description=f"Restart {row['restart']}{noise}: held-out return "
                      f"{row['return_mean']:.0f}, worst {row['return_min']:.0f}")
             elif "round" in row:

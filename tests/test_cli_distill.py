@@ -243,6 +243,8 @@ def test_the_recipe_s_dart_levels_resume_and_count_their_time(shared_teachers, t
     code, _, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "sac", "Swimmer"),
                            "--out", out, "--config", out / "config.json", "--resume", "--jobs", "2")
     assert code == 0, stderr  # the levels go on side by side: how many run at once is not a setting of the result
+    # a log says which level each line is from, though the two levels' lines interleave
+    assert "Restart 0 (DART 0): held-out return" in stderr and "Restart 0 (DART 0.3): held-out return" in stderr
     metrics = json.loads((out / "metrics.json").read_text())
     rows = metrics["noise_levels"]["rows"]
     assert [r["noise"] for r in rows] == [0.0, 0.3]
