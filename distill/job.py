@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator, clone
 from distill.dagger import DAgger, _jsonable
 from interp_rl._threads import one_blas_thread
 from interp_rl._validation import check_float, check_int
-from interp_rl.errors import InterpRLError, bad_value
+from interp_rl.errors import DistillInterrupted, InterpRLError, bad_value
 from interp_rl.io import atomic_write_text, json_safe
 from interp_rl.program import Controller, Signal
 from interp_rl.teachers import Teacher, check_teacher
@@ -288,7 +288,14 @@ class Distillation(BaseEstimator):
         jobs = min(len(levels), self.n_jobs if self.n_jobs is not None else usable_cpus())
         tasks = [partial(self._distil, teacher, env_fn, noise, checkpoint_dir, resume, score=len(levels) > 1,
                          level=i) for i, noise in enumerate(levels)]
-        return side_by_side(tasks, jobs, progress)
+        try:
+            return side_by_side(tasks, jobs, progress)
+        except KeyboardInterrupt:  # here, not in a level: its processes are stopped, their completed rounds kept
+            if jobs == 1:
+                raise
+            where = (f"; completed round(s) are kept in {str(checkpoint_dir)!r} (a folder per DART level)"
+                     if checkpoint_dir is not None else "")
+            raise DistillInterrupted(f"Distillation interrupted{where}.") from None
 
     def _distil(self, teacher: Teacher, env_fn: Callable[[int], Any], noise: float | None,
                 checkpoint_dir: str | Path | None, resume: bool, progress: Callable[[dict[str, Any]], None] | None,

@@ -113,7 +113,7 @@ def test_sigterm_stops_distill_with_exit_130_and_the_resume_line(shared_teachers
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     deadline = time.time() + 120
-    while time.time() < deadline and not list((out / "checkpoint").glob("round_*.npz")):
+    while time.time() < deadline and not list((out / "checkpoint").rglob("round_*.npz")):  # a DART level's folder
         time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
