@@ -585,10 +585,9 @@ def run_suite(
             f"running the other {len(todo)}.")
     if not todo:
         return result
-    # The CPUs left to each cell for its DART levels: Ray counts one CPU per task, so its cells get one; inline
-    # cells run one at a time.
-    cells_at_once = {"ray": 0, "inline": 1}.get(executor, min(workers, len(todo)))
-    jobs_per_cell = max(1, usable_cpus() // cells_at_once) if cells_at_once else 1
+    # The CPUs left to each cell for its DART levels; Ray counts one CPU per task, so its cells get one.
+    cells_at_once = 1 if executor == "inline" else min(workers, len(todo))
+    jobs_per_cell = 1 if executor == "ray" else max(1, usable_cpus() // cells_at_once)
     args = (suite.to_dict(), str(res), str(tdir), jobs_per_cell)
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("ETA"), TimeRemainingColumn()]

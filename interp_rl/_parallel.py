@@ -2,7 +2,8 @@
 
 Fork, not spawn: a child starts with the caller's objects as they are (a loaded teacher, an environment
 factory that is a closure, a test's stand-in), so nothing has to be picklable on the way in. Only the
-progress rows and each result travel back, pickled over a pipe in memory (never to disk). A task must not
+progress rows and each result travel back, over a pipe in memory from the process's own child (nothing is
+written to disk or read from anywhere else). A task must not
 depend on what an earlier task did to the process (global random state, caches): then the results are the
 same whether the tasks run side by side or one after the other.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import pickle
 import threading
 import time
 import traceback
@@ -42,15 +42,6 @@ class _RemoteTraceback(Exception):
         return str(self.args[0])
 
 
-def _portable(exc: BaseException) -> BaseException:
-    """``exc`` if it survives pickling, else an :class:`InterpRLError` with its type and message."""
-    try:
-        pickle.loads(pickle.dumps(exc))
-        return exc
-    except Exception:
-        return InterpRLError(f"{type(exc).__name__}: {exc}")
-
-
 def _exit_with(parent: int) -> None:
     """Leave as soon as ``parent`` is gone (killed without a chance to stop its children): an orphan would go
     on computing, and writing checkpoints beside the run that resumes it, for nobody."""
@@ -67,10 +58,15 @@ def _child(task: Callable[[Progress | None], Any], conn: Connection, forward: bo
         result = task((lambda row: conn.send(("progress", row))) if forward else None)
         conn.send(("done", result))
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent, which re-raises it
-        try:
-            conn.send(("error", _portable(exc), traceback.format_exc()))
-        except (BrokenPipeError, OSError):  # the parent is gone: nobody to tell
-            pass
+        text = traceback.format_exc()
+        for error in (exc, InterpRLError(f"{type(exc).__name__}: {exc}")):
+            try:
+                conn.send(("error", error, text))
+                break
+            except OSError:  # the parent is gone: nobody to tell
+                break
+            except Exception:  # noqa: BLE001 - it cannot travel: its type and message instead
+                continue
     finally:
         conn.close()
 
@@ -111,6 +107,9 @@ def side_by_side(tasks: Sequence[Callable[[Progress | None], T]], jobs: int,
                     proc.join()
                     raise InterpRLError(f"A worker process stopped without a result (exit code {proc.exitcode}); "
                                         "if it ran out of memory, run the tasks one after the other.") from None
+                except Exception as exc:  # e.g. an exception class that cannot be rebuilt from its message
+                    raise InterpRLError(f"A worker process's message could not be read back "
+                                        f"({type(exc).__name__}: {exc}).") from None
                 if message[0] == "progress":
                     assert progress is not None
                     progress(message[1])

@@ -490,6 +490,9 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
             if plain:
                 err.print(description, markup=False, highlight=False)
 
+        def dart(row: dict[str, Any]) -> str:
+            return f" (DART {noises[row['level']]:g})" if row.get("level") in noises else ""
+
         def on_round(row: dict[str, Any]) -> None:
             if row.get("stage") == "dart":
                 noises[row.get("level", 0)] = row["noise"]
@@ -500,15 +503,13 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
                 show(description=f"Repair round {row['repair_round']}{found}"
                      + (f", held-out return {ret:.0f}" if ret is not None else ""))
             elif "restart" in row:
-                noise = f" (DART {noises[row['level']]:g})" if row.get("level") in noises else ""
-                show(description=f"Restart {row['restart']}{noise}: held-out return "
+                show(description=f"Restart {row['restart']}{dart(row)}: held-out return "
                      f"{row['return_mean']:.0f}, worst {row['return_min']:.0f}")
             elif "round" in row:
                 ret = row.get("return_mean")
                 rounds[row.get("level", 0)] = row["round"] + 1
-                dart = f" (DART {noises[row['level']]:g})" if row.get("level") in noises else ""
                 show(completed=sum(rounds.values()), description=(
-                    f"DAgger round {row['round']}{dart}" + (f": return {ret:.0f}" if ret == ret and ret is not None
+                    f"DAgger round {row['round']}{dart(row)}" + (f": return {ret:.0f}" if ret == ret and ret is not None
                                                             else "")))
             elif "sweep" in row:
                 show(description=f"Sparsity sweep: {row['sweep']}={row['value']}, "
