@@ -616,6 +616,8 @@ def run_suite(
                         bar.advance(job)
                         continue
                     jobs.submit(ready, *args)
+                    if not progress:  # a log says what runs, as the bar would
+                        bar.console.print(f"{ready.id}: started", markup=False)
                 if not jobs.pending:  # nothing runs and nothing can start: say so rather than hang
                     for c in queue:
                         result.failed[c.id] = f"its start cell {starts[c].id} never ran"

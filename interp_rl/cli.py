@@ -67,6 +67,8 @@ def _rerun_command(resume_flag: bool) -> str:
 def cli_errors(fn: F | None = None, *, resumable: str | None = None) -> Any:
     """Turn library errors into one-line CLI errors with a non-zero exit.
 
+    A command's ``out_dir`` (its ``--out`` folder) is checked first: a file there is one line too.
+
     ``resumable``: ``"flag"`` for commands that continue with ``--resume``, ``"rerun"`` for those
     that continue when run again. Such commands treat SIGTERM like Ctrl-C; either exits with
     status 130 and prints the command that continues the work.
@@ -79,6 +81,10 @@ def cli_errors(fn: F | None = None, *, resumable: str | None = None) -> Any:
             from interp_rl.interrupts import sigterm_as_interrupt
 
             try:
+                if kwargs.get("out_dir") is not None:  # every command's --out folder, before any work
+                    from interp_rl.io import check_folder
+
+                    check_folder(kwargs["out_dir"], "--out")
                 if resumable is None:
                     return f(*args, **kwargs)
                 with sigterm_as_interrupt():
@@ -88,11 +94,36 @@ def cli_errors(fn: F | None = None, *, resumable: str | None = None) -> Any:
                 hint = f" To continue: {_rerun_command(resumable == 'flag')}" if resumable else ""
                 _fail(f"{what}{hint}", 130)
             except InterpRLError as exc:
-                _fail(str(exc), 1)
+                _fail(str(_as_typed(exc, f, kwargs)), 1)
 
         return wrapper  # type: ignore[return-value]
 
     return decorate(fn) if fn is not None else decorate
+
+
+def _as_typed(exc: InterpRLError, command: Callable[..., Any], given: dict[str, Any]) -> InterpRLError:
+    """A library's complaint about one of its parameters that is also an option of ``command``, with the
+    value the user gave, said about the option as typed (``--states`` of ``interp-rl explain``).
+
+    A command function is named after its words (``dynamics_fit`` is ``interp-rl dynamics fit``).
+    """
+    import inspect
+
+    from interp_rl.errors import InvalidParameterError
+
+    if not isinstance(exc, InvalidParameterError) or exc.name not in given:
+        return exc
+    try:
+        same = bool(given[exc.name] == exc.value)
+    except (TypeError, ValueError):
+        same = False
+    if not same:
+        return exc
+    param = inspect.signature(command, eval_str=True).parameters[exc.name]
+    flags = [d for info in getattr(param.annotation, "__metadata__", ())
+             for d in getattr(info, "param_decls", None) or () if d.startswith("--")]
+    flag = max(flags, key=len) if flags else "--" + exc.name.replace("_", "-")
+    return exc.renamed(flag, "interp-rl " + command.__name__.replace("_", " "))
 
 
 def _version(value: bool) -> None:
@@ -204,7 +235,18 @@ def train(
     cfg = TrainConfig(algo=algo.lower(), task=env, steps=steps, out=str(out_dir), seed=seed,
                       checkpoint_every=checkpoint_every, hyperparams=overrides,
                       eval_episodes=eval_episodes, keep=keep)
-    meta = train_teacher(cfg, resume=resume, progress_bar=progress and sys.stderr.isatty())
+    from interp_rl._progress import Steps
+
+    with Steps(err, terminal=False) as log:  # SB3 draws its own bar on a terminal; a log gets a line a checkpoint
+
+        def checkpoint(row: dict[str, Any]) -> None:
+            if not err.is_terminal:
+                log.line(f"Step {row['step']} of {steps}: evaluation return {_fmt(row.get('eval_return'))}, "
+                         f"training return {_fmt(row.get('recent_return'))}")
+
+        if not err.is_terminal:
+            log.line(f"Training {algo.upper()} on {env} for {steps} steps into {out_dir}")
+        meta = train_teacher(cfg, resume=resume, progress_bar=progress and err.is_terminal, on_checkpoint=checkpoint)
     table = Table(title=f"{meta['algo'].upper()} on {meta['task']}, seed {meta['seed']}")
     for col in ("step", "evaluation return", "training return (recent episodes)"):
         table.add_column(col, justify="right")
@@ -296,14 +338,14 @@ def evaluate(
         t = load_teacher(target, env=env, algo=algo, folder=folder, exp_id=exp_id, legacy_model=legacy_model)
         runs.append((f"{t.algo.upper()} teacher", t, t.env_fn))
         task, source = t.task, t.source
-    from rich.progress import Progress
+    from interp_rl._progress import Steps
 
     results: list[tuple[str, EvalResult]] = []
-    with Progress(console=err, transient=True, disable=not sys.stderr.isatty()) as bar:
+    with Steps(err, transient=True) as bar:
         for label, policy, env_fn in runs:
-            job = bar.add_task(f"Evaluating the {label} on {task}", total=episodes)
+            job = bar.task(f"Evaluating the {label} on {task}", total=episodes)
             results.append((label, run_eval(policy, env_fn, episodes, seed, task=task,
-                                            progress=lambda n, job=job: bar.advance(job, n))))
+                                            progress=lambda n, job=job: bar.update(job, advance=n))))
     table = Table(title=f"{' and '.join(label for label, _ in results)} on {task} ({source})")
     table.add_column("episode", justify="right")
     table.add_column("seed", justify="right")
@@ -468,27 +510,21 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
     features, actions = task_signals(t.task, t.variant)
     provenance = {"source": t.source, "algo": t.algo, "task": t.task, "variant": t.variant}
 
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from interp_rl._progress import Steps
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=err,
-                  disable=not sys.stderr.isatty()) as bar:
+    with Steps(err) as bar:
         scratch = bool(resolved.get("scratch_steps"))
         levels = max(1, len(str(resolved.get("noise_levels") or "").split(",")))
-        job = bar.add_task(f"Fine-tuning {start} on {t.task}" if start is not None else
-                           f"Training a {method.name} controller by RL from scratch on {t.task}" if scratch else
-                           f"Distilling {t.algo.upper()} on {t.task}",
-                           total=None if start is not None or scratch else
-                           (resolved["iterations"] + 1) * levels)
+        what = (f"Fine-tuning {start} on {t.task}" if start is not None else
+                f"Training a {method.name} controller by RL from scratch on {t.task}" if scratch else
+                f"Distilling {t.algo.upper()} on {t.task}")
+        job = bar.task(f"{what} into {out_dir}", total=None if start is not None or scratch else
+                       (resolved["iterations"] + 1) * levels, count_lines=False)
         noises: dict[int, float] = {}  # DART level index -> noise, when the recipe runs several (side by side)
         rounds: dict[int, int] = {}  # DART level index -> DAgger rounds done
 
-        plain = not sys.stderr.isatty()  # a log gets one plain line per step instead of the bar
-
         def show(description: str, **kw: Any) -> None:
             bar.update(job, description=description, **kw)
-            if plain:
-                err.print(description, markup=False, highlight=False)
 
         def dart(row: dict[str, Any]) -> str:
             return f" (DART {noises[row['level']]:g})" if row.get("level") in noises else ""
@@ -609,9 +645,11 @@ def viz(
         help="Explain one observation (and mark it on the picture): comma-separated raw values.")] = None,
     episode_seed: Annotated[int | None, typer.Option(
         help="Run the controller for one episode with this seed and show what it visited.")] = None,
-    text: Annotated[bool, typer.Option(help="Also print the rules or equations as text.")] = False,
+    text: Annotated[bool, typer.Option(
+        help="Print the rules or equations as text instead of drawing them (with --out: both).")] = False,
 ) -> None:
-    """Draw a saved controller: its rules or equations, one decision explained, what an episode visits."""
+    """Draw a saved controller (or print it, --text): its rules or equations, one decision explained, what an
+    episode visits."""
     import numpy as np
 
     from interp_rl.program import load_controller
@@ -639,6 +677,8 @@ def viz(
         out.print(line + (f"; {summary}" if summary else "") + ".", markup=False)
     if text:
         out.print(export_text(ctrl, max_depth=max_depth), markup=False)
+        if out_file is None:
+            return
     base = controller if controller.is_dir() else controller.parent
     target = out_file or base / f"{ctrl.kind}.svg"
     render(to_dot(ctrl, max_depth=max_depth, obs=x, states=visited), target)
@@ -677,10 +717,10 @@ def explain(
     """Shapley values of a teacher or a controller on the states it visits: importance, beeswarm, waterfall and
     episode timeline pictures in named features, plus the values as JSON."""
     import torch
-    from rich.progress import Progress
 
     from envs import get_task
     from envs.teachers import load_teacher
+    from interp_rl._progress import Steps
     from interp_rl.attribution import explain_policy
 
     torch.set_num_threads(1)
@@ -694,11 +734,11 @@ def explain(
         env_fn, task = target.env_fn, target.task
         features = list(target.feature_names)
         actions = [a.name for a in get_task(task).action_features()]
-    with Progress(console=err, transient=True, disable=not sys.stderr.isatty()) as bar:
-        job = bar.add_task(f"Explaining the {kind} on {task}", total=states)
+    with Steps(err, transient=True) as bar:
+        job = bar.task(f"Explaining the {kind} on {task}", total=states)
         summary = explain_policy(target, env_fn, out_dir, states=states, episodes=episodes, seed=seed,
                                  background=background, method=method, budget=budget, task=task, features=features,
-                                 actions=actions, progress=lambda n: bar.advance(job, n))
+                                 actions=actions, progress=lambda n: bar.update(job, advance=n))
     what = "" if summary["explained"] == "actions" else f" for its {summary['explained']}"
     table = Table(title=f"Most important features of the {kind} on {task}{what} ({summary['method']}, "
                         f"{summary['n_states']} states, {summary['seconds']:.1f} s)")
@@ -864,8 +904,6 @@ def diagnose(
             check_int(value, name, "interp-rl diagnose")
         except InvalidParameterError as exc:  # said as typed
             raise exc.renamed("--" + name.replace("_", "-"), "interp-rl diagnose") from None
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InterpRLError(f"--out {str(out_dir)!r} is a file; name a folder for the diagnosis.")
     ctrl = load_controller(controller)
     t = load_teacher(teacher, env=ctrl.task or None, legacy_model=legacy_model)
     note = ""
@@ -879,20 +917,16 @@ def diagnose(
             raise
         evidence, note = None, str(exc)
         err.print(f"Note: {note}", markup=False, soft_wrap=True)
-    stages: dict[str, float] = {}
     t0 = time.perf_counter()
-    from rich.progress import Progress
+    from interp_rl._progress import Steps
 
-    with Progress(console=err, transient=True, disable=not sys.stderr.isatty()) as bar:
+    with Steps(err, transient=True) as bar:
         jobs: dict[str, Any] = {}
 
         def progress(stage: str, done: int, total: int) -> None:
             if stage not in jobs:
-                jobs[stage] = bar.add_task(stage.capitalize(), total=total)
+                jobs[stage] = bar.task(stage.capitalize(), total=total)
             bar.update(jobs[stage], completed=done, total=total)
-            if done >= total and stage not in stages and not sys.stderr.isatty():
-                stages[stage] = time.perf_counter() - t0
-                print(f"{stage}: done after {stages[stage]:.0f} s", file=sys.stderr, flush=True)
 
         d = run_diagnosis(ctrl, t, episodes=episodes, seed=DIAGNOSE_SEED if seed is None else seed, window=window,
                           critical=critical, horizon=horizon, neighbours=neighbours, data=evidence,
@@ -901,8 +935,8 @@ def diagnose(
     if repair:
         from distill.repair import repair_controller
 
-        with Progress(console=err, transient=True, disable=not sys.stderr.isatty()) as bar:
-            job = bar.add_task("Repairing", total=None)
+        with Steps(err, transient=True) as bar:
+            job = bar.task("Repairing")
 
             def on_repair(row: dict[str, Any]) -> None:
                 if "repair_round" not in row:
@@ -913,8 +947,6 @@ def diagnose(
                     text = (f"Repair round {row['repair_round']}: {row['failed']} of {row['episodes']} episodes "
                             f"failed, {row['rows']} teacher-labelled states added")
                 bar.update(job, description=text)
-                if not sys.stderr.isatty():
-                    print(text, file=sys.stderr, flush=True)
 
             repaired = repair_controller(controller if controller.is_dir() else controller.parent, t,
                                          out_dir / "repaired", rounds=repair_rounds, episodes=repair_episodes,

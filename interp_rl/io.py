@@ -9,7 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text", "json_safe", "remove_stale_temps"]
+__all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text", "check_folder", "json_safe",
+           "remove_stale_temps"]
 
 
 def atomic_write(path: str | os.PathLike[str], writer: Callable[[str], None]) -> Path:
@@ -32,6 +33,33 @@ def atomic_write(path: str | os.PathLike[str], writer: Callable[[str], None]) ->
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    return target
+
+
+def check_folder(path: str | os.PathLike[str], name: str = "--out") -> Path:
+    """``path`` as a folder to write into: an existing folder or a path that can become one.
+
+    Raises :class:`~interp_rl.errors.InterpRLError`, one line naming ``name`` and the path as given,
+    when ``path`` or a folder above it is a file.
+
+    >>> import tempfile
+    >>> f = tempfile.NamedTemporaryFile(suffix=".txt")
+    >>> check_folder(f.name + "/sub")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    interp_rl.errors.InterpRLError: --out '...txt/sub' lies inside '...txt', which is a file; name a folder.
+    """
+    from interp_rl.errors import InterpRLError
+
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise InterpRLError(f"{name} {str(path)!r} is a file; name a folder (made if missing).")
+    for above in target.parents:
+        if above.exists():
+            if not above.is_dir():
+                raise InterpRLError(f"{name} {str(path)!r} lies inside {str(above)!r}, which is a file; "
+                                    "name a folder.")
+            break
     return target
 
 

@@ -63,7 +63,7 @@ def test_envs_show_json_matches_the_registry() -> None:
         (["train", "--algo", "dqnx", "--env", "Hopper-v5", "--out", "unused"],
          "Error: Unknown algorithm 'dqnx'; expected one of sac, td3, ddpg, ppo, a2c, tqc, trpo, ars, dqn."),
         (["train", "--algo", "sac", "--env", "Hopper-v5", "--out", "unused", "--steps", "0"],
-         "Error: The 'steps' parameter of train must be an int in [1, inf). Got 0 instead."),
+         "Error: The '--steps' option of interp-rl train must be an int in [1, inf). Got 0 instead."),
         (["train", "--algo", "sac", "--env", "Hopper-v99", "--out", "unused", "--steps", "5"],
          "Error: Unknown task 'Hopper-v99'. Did you mean 'Hopper-v5', 'Hopper-v4', 'Hopper-v3'? Known tasks: "
          "HalfCheetah-v5, Hopper-v5, Walker2d-v5, Swimmer-v5, Ant-v5, Reacher-v5, InvertedPendulum-v5, "
@@ -122,3 +122,46 @@ def test_evaluate_zoo_folder_prints_table_and_writes_json(shared_teachers: Path,
     _run("evaluate", "-f", str(shared_teachers), "--algo", "ppo", "--env", "Hopper-v3",
          "--episodes", "2", "--seed", "4", "--json", str(again))
     assert json.loads(again.read_text())["returns"] == record["returns"]
+
+
+def _leaf_commands() -> list[tuple[list[str], object]]:
+    import typer
+
+    found, todo = [], [([], typer.main.get_command(app))]
+    while todo:
+        words, command = todo.pop()
+        subs = getattr(command, "commands", None)
+        if subs:
+            todo.extend((words + [name], sub) for name, sub in subs.items())
+        else:
+            found.append((words, command))
+    return sorted(found, key=lambda item: item[0])
+
+
+_FOLDER_COMMANDS = [words for words, command in _leaf_commands()
+                    if any(p.name == "out_dir" for p in command.params)]  # type: ignore[attr-defined]
+
+
+def test_the_out_check_covers_the_commands_a_new_user_tried() -> None:
+    for words in (["distill", "sindy"], ["distill", "moe"], ["explain"], ["dynamics", "fit"], ["report"],
+                  ["bench"], ["train"], ["diagnose"], ["demo"], ["export"]):
+        assert words in _FOLDER_COMMANDS
+
+
+@pytest.mark.parametrize("words", _FOLDER_COMMANDS, ids=" ".join)
+def test_out_naming_a_file_is_one_line_in_every_command(words: list[str], tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    command = dict((tuple(w), c) for w, c in _leaf_commands())[tuple(words)]
+    required = []
+    for p in command.params:  # type: ignore[attr-defined]
+        if p.required and p.name != "out_dir":
+            required += ["unused"] if p.param_type_name == "argument" else [p.opts[0], "unused"]
+    Path("notes.txt").write_text("mine\n")
+    code, stdout, stderr = _run(*words, *required, "--out", "notes.txt")
+    assert (code, stderr.strip()) == (1, "Error: --out 'notes.txt' is a file; name a folder (made if missing).")
+    code, stdout, stderr = _run(*words, *required, "--out", "notes.txt/run")
+    assert (code, stderr.strip()) == (
+        1, "Error: --out 'notes.txt/run' lies inside 'notes.txt', which is a file; name a folder.")
+    assert "Traceback" not in stdout + stderr
+    assert Path("notes.txt").read_text() == "mine\n" and sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]

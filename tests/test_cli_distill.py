@@ -40,7 +40,20 @@ def swimmer_tree(shared_teachers, tmp_path_factory, single_torch_thread):
                                 "--out", out, *TINY, "--tune-iterations", "2", "--seed", "3")
     assert code == 0, stderr
     assert "% of teacher" in stdout
+    (out.parent / "stderr.txt").write_text(stderr)
     return out
+
+
+def test_a_log_gets_plain_progress_lines_with_the_time(swimmer_tree):
+    """Piped to a file or a CI log (no terminal), a distillation says each step on a line of its own."""
+    import re
+
+    lines = (swimmer_tree.parent / "stderr.txt").read_text().splitlines()
+    assert lines[0] == f"[0:00] Distilling SAC on Swimmer-v5 into {swimmer_tree}"
+    assert all(re.fullmatch(r"\[\d+:\d\d\] \S.*", line) for line in lines), lines
+    steps = [line.split("] ", 1)[1] for line in lines]
+    assert [s.split(":")[0] for s in steps if s.startswith("DAgger round")] == ["DAgger round 0", "DAgger round 1"]
+    assert steps[-1].startswith("Tuning leaves: update 2, return ")
 
 
 def test_distill_writes_controller_pictures_exports_and_metrics(swimmer_tree):
@@ -291,7 +304,7 @@ def test_explain_a_controller_and_a_teacher(swimmer_tree, shared_teachers, tmp_p
     assert attr.method == "permutation" and attr.values.shape == (20, 8, 2) and attr.efficiency_gap() < 1e-9
     assert attr.features[0] == "torso_yaw"
     code, _, stderr = _run("explain", "--policy", swimmer_tree, "--out", tmp_path / "x", "--method", "magic")
-    assert code == 1 and stderr.strip().splitlines()[-1].startswith("Error: The 'method' parameter of")
+    assert code == 1 and stderr.strip().splitlines()[-1].startswith("Error: The '--method' option of interp-rl explain")
 
 
 def test_distill_on_the_teachers_top_shapley_features(shared_teachers, tmp_path):

@@ -266,7 +266,7 @@ def test_cli_without_distillation_data_says_so_in_one_line(shared_teachers, tmp_
     (tmp_path / "f").write_text("x")
     res = runner.invoke(app, ["diagnose", str(folder), "--teacher", str(hopper), "--out", str(tmp_path / "f")])
     assert res.exit_code == 1 and res.stderr.strip() == (
-        f"Error: --out {str(tmp_path / 'f')!r} is a file; name a folder for the diagnosis.")
+        f"Error: --out {str(tmp_path / 'f')!r} is a file; name a folder (made if missing).")
 
 
 def test_repair_labels_the_run_up_with_the_teacher_and_keeps_the_better_student(teachers, single_torch_thread):

@@ -68,7 +68,7 @@ def test_export_refuses_to_overwrite_a_users_file_unless_forced(tmp_path: Path) 
     # an earlier export of ours is replaced without --force
     assert runner.invoke(app, ["export", str(tmp_path / "ctrl"), "--out", str(mine.parent)]).exit_code == 0
     res = runner.invoke(app, ["export", str(tmp_path / "ctrl"), "--out", str(mine)])
-    assert res.exit_code == 1 and res.output.strip() == f"Error: {str(mine)!r} is a file; give a folder to export into."
+    assert res.exit_code == 1 and res.output.strip() == f"Error: --out {str(mine)!r} is a file; name a folder (made if missing)."
 
 
 def test_a_controller_runs_from_the_cli_with_the_returns_python_gives(tmp_path: Path) -> None:
@@ -85,6 +85,18 @@ def test_a_controller_runs_from_the_cli_with_the_returns_python_gives(tmp_path: 
     assert f"{expect.mean_return:.1f}" in res.output and "worst" in res.output
 
 
+@pytest.mark.parametrize(("args", "line"), [
+    (["explain", "--policy", "CTRL", "--out", "shap", "--states", "0"],
+     "Error: The '--states' option of interp-rl explain must be an int in [1, inf). Got 0 instead."),
+    (["evaluate", "CTRL", "--episodes", "0"],
+     "Error: The '--episodes' option of interp-rl evaluate must be an int in [1, inf). Got 0 instead."),
+])
+def test_errors_name_the_option_as_typed(args: list[str], line: str, tmp_path: Path) -> None:
+    _pendulum_controller(tmp_path / "ctrl")
+    res = runner.invoke(app, [str(tmp_path / "ctrl") if a == "CTRL" else a for a in args])
+    assert (res.exit_code, res.stderr.strip()) == (1, line)
+
+
 def test_viz_writes_dot_without_graphviz_and_linear_text(tmp_path: Path) -> None:
     _pendulum_controller(tmp_path / "ctrl")
     res = runner.invoke(app, ["viz", str(tmp_path / "ctrl"), "--text", "--out", str(tmp_path / "p.dot"),
@@ -93,6 +105,10 @@ def test_viz_writes_dot_without_graphviz_and_linear_text(tmp_path: Path) -> None
     assert "force = 1.000*x + 5.000*theta + 0.500*vx + 1.000*omega" in res.output
     assert "= 0 + 1*(0) + 5*(0.1) + 0.5*(0) + 1*(0) = 0.5" in res.output
     assert (tmp_path / "p.dot").read_text().startswith("digraph controller {")
+    res = runner.invoke(app, ["viz", str(tmp_path / "ctrl"), "--text"])  # the text, and no picture beside it
+    assert res.exit_code == 0 and res.output == (
+        "force = 1.000*x + 5.000*theta + 0.500*vx + 1.000*omega\nactions are clipped to force in [-3.000, 3.000]\n")
+    assert sorted(p.name for p in (tmp_path / "ctrl").iterdir()) == ["controller.json"]
 
 
 def test_piped_output_keeps_long_lines_whole(tmp_path: Path) -> None:
