@@ -419,6 +419,8 @@ register_method(Method(
     options=(
         Option("max_terms", ("dagger__student__max_terms",), "Non-zero terms of the whole controller, all actions "
                "together (none: as the threshold leaves)."),
+        Option("terms_per_action", ("dagger__student__terms_per_action",), "Non-zero terms of each action's "
+               "equation when --max-terms is not given (0: as the threshold leaves)."),
         Option("library", ("dagger__student__library",), "Candidate terms: 'polyD', 'fourierK', 'custom:tanh,abs' "
                "(sin, cos, tanh, exp, abs), joined by '+'.", str),
         Option("optimizer", ("dagger__student__optimizer",), "Sparse regression: 'stlsq', 'sr3' or 'miosr'.", str),

@@ -151,6 +151,10 @@ class SINDyPolicy(PolicyStudent):
     max_terms : int, default=None
         At most this many non-zero terms in the whole controller (all actions together): the
         threshold is raised until the cap holds (MIOSR: its target sparsity per action).
+    terms_per_action : int, default=8
+        When ``max_terms`` is not given, at most this many non-zero terms in each action's
+        equation (its threshold raised alone), so that every equation stays readable; 0 or None:
+        as many as ``threshold`` leaves.
     ensemble : int, default=0
         With ``n`` > 0, pysindy's ``EnsembleOptimizer`` bags ``n`` fits on resampled rows and keeps
         the median coefficients (robust to outlying states); 0 fits once.
@@ -164,7 +168,8 @@ class SINDyPolicy(PolicyStudent):
     program_ : EquationsProgram
         The fitted equations; runs, explains and exports the controller.
     threshold_ : float
-        The threshold the equations were fitted with (raised from ``threshold`` to meet ``max_terms``).
+        The threshold the equations were fitted with (raised from ``threshold`` to meet ``max_terms``,
+        or the largest of the actions' raised to meet ``terms_per_action``).
     coef_list_ : ndarray of shape (n_models, act_dim, n_terms) or None
         The ensemble's coefficients (standardised units, every library term), for their spread.
 
@@ -189,6 +194,7 @@ class SINDyPolicy(PolicyStudent):
         threshold: float = 0.05,
         alpha: float = 1e-3,
         max_terms: int | None = None,
+        terms_per_action: int | None = 8,
         ensemble: int = 0,
         action_low: Any = None,
         action_high: Any = None,
@@ -199,6 +205,7 @@ class SINDyPolicy(PolicyStudent):
         self.threshold = threshold
         self.alpha = alpha
         self.max_terms = max_terms
+        self.terms_per_action = terms_per_action
         self.ensemble = ensemble
         self.action_low = action_low
         self.action_high = action_high
@@ -222,6 +229,8 @@ class SINDyPolicy(PolicyStudent):
         check_float(self.alpha, "alpha", owner)
         if self.max_terms is not None:
             check_int(self.max_terms, "max_terms", owner, low=1)
+        if self.terms_per_action is not None:
+            check_int(self.terms_per_action, "terms_per_action", owner, low=0)
         check_int(self.ensemble, "ensemble", owner, low=0, high=1000)
 
     # ------------------------------------------------------------------ fit
@@ -327,19 +336,11 @@ class SINDyPolicy(PolicyStudent):
             coef_z, opt = self._solve(Z, Yz, threshold)
             if self.max_terms is not None and np.count_nonzero(coef_z) > self.max_terms and \
                     self.optimizer != "miosr":
-                lower, threshold = self._search_threshold(Z, Yz, threshold)
-                coef_z, opt = self._solve(Z, Yz, threshold)
-                # Thresholding is not monotone (collinear terms can all drop at once): the largest terms of
-                # the fit just below the threshold, refitted, compete with it; the smaller residual wins.
-                dense, _ = self._solve(Z, Yz, lower)
-                order = np.argsort(-np.abs(dense), axis=None, kind="stable")[: self.max_terms]
-                mask = np.zeros(dense.size, dtype=bool)
-                mask[order] = True
-                mask &= dense.ravel() != 0.0
-                top = self._refit_support(Z, Yz, mask.reshape(dense.shape))
-                if np.count_nonzero(coef_z) > self.max_terms or \
-                        np.sum((Yz - Z @ top.T) ** 2) < np.sum((Yz - Z @ coef_z.T) ** 2):
-                    coef_z = top
+                coef_z, threshold, opt = self._capped(Z, Yz, threshold, self.max_terms)
+            elif self.max_terms is None and self.terms_per_action and self.optimizer != "miosr":
+                for k in np.flatnonzero(np.count_nonzero(coef_z, axis=1) > self.terms_per_action):
+                    coef_z[k], raised, _ = self._capped(Z, Yz[:, [k]], threshold, self.terms_per_action)
+                    threshold = max(threshold, raised)
             self.coef_list_ = (np.asarray(opt.coef_list, dtype=np.float64) if hasattr(opt, "coef_list")
                                else None)
         else:
@@ -352,19 +353,34 @@ class SINDyPolicy(PolicyStudent):
                                          action_high=high, term_scale=sd, obs_dim_=d).pruned()
         return self
 
-    def _search_threshold(self, Z: np.ndarray, Yz: np.ndarray, start: float) -> tuple[float, float]:
-        """``(lower, threshold)``: the smallest threshold meeting ``max_terms`` (bisection on a log scale, on at
-        most :data:`SEARCH_ROWS` rows) and the largest one tried that does not."""
-        assert self.max_terms is not None
+    def _capped(self, Z: np.ndarray, Yz: np.ndarray, threshold: float, cap: int) -> tuple[np.ndarray, float, Any]:
+        """The fit of ``Yz`` with at most ``cap`` non-zero terms: ``(coef_z, threshold, optimiser)``."""
+        lower, threshold = self._search_threshold(Z, Yz, threshold, cap)
+        coef_z, opt = self._solve(Z, Yz, threshold)
+        # Thresholding is not monotone (collinear terms can all drop at once): the largest terms of
+        # the fit just below the threshold, refitted, compete with it; the smaller residual wins.
+        dense, _ = self._solve(Z, Yz, lower)
+        order = np.argsort(-np.abs(dense), axis=None, kind="stable")[:cap]
+        mask = np.zeros(dense.size, dtype=bool)
+        mask[order] = True
+        mask &= dense.ravel() != 0.0
+        top = self._refit_support(Z, Yz, mask.reshape(dense.shape))
+        if np.count_nonzero(coef_z) > cap or np.sum((Yz - Z @ top.T) ** 2) < np.sum((Yz - Z @ coef_z.T) ** 2):
+            coef_z = top
+        return coef_z, threshold, opt
+
+    def _search_threshold(self, Z: np.ndarray, Yz: np.ndarray, start: float, cap: int) -> tuple[float, float]:
+        """``(lower, threshold)``: the smallest threshold leaving at most ``cap`` terms (bisection on a log scale,
+        on at most :data:`SEARCH_ROWS` rows) and the largest one tried that leaves more."""
         if len(Z) > SEARCH_ROWS:
             rows = np.sort(np.random.default_rng(self.random_state).choice(len(Z), SEARCH_ROWS, replace=False))
             Z, Yz = Z[rows], Yz[rows]
         lo, hi = max(start, 1e-6), max(start, 1e-6) * 2.0
-        while np.count_nonzero(self._solve(Z, Yz, hi)[0]) > self.max_terms and hi < 1e6:
+        while np.count_nonzero(self._solve(Z, Yz, hi)[0]) > cap and hi < 1e6:
             lo, hi = hi, hi * 2.0
         for _ in range(12):
             mid = float(np.sqrt(lo * hi))
-            if np.count_nonzero(self._solve(Z, Yz, mid)[0]) > self.max_terms:
+            if np.count_nonzero(self._solve(Z, Yz, mid)[0]) > cap:
                 lo = mid
             else:
                 hi = mid

@@ -90,6 +90,30 @@ def test_max_terms_caps_the_whole_controller_and_the_threshold_is_raised_to_get_
     assert worse > np.mean((full.predict(X) - Y) ** 2)
 
 
+def test_by_default_each_equation_keeps_at_most_eight_terms_its_largest() -> None:
+    """A new user's default equations are readable: 8 terms an action at most, not the 44 the threshold leaves."""
+    X = _X(4000, 6)
+    quad = [X[:, i] * X[:, j] for i in range(6) for j in range(i, 6)]  # 21 quadratic terms
+    weights = np.linspace(3.0, 0.3, 27)
+    y0 = np.column_stack([X, *quad]) @ weights  # 27 terms, each heavier than the next
+    Y = np.column_stack([y0, 0.5 * X[:, 0]])
+    pol = SINDyPolicy().fit(X, Y)
+    per_action = np.count_nonzero(pol.program_.coef, axis=1)
+    assert per_action.tolist() == [8, 1]
+    assert SINDyPolicy(terms_per_action=0).fit(X, Y).program_.size()["nonzero_terms"] > 20  # as the threshold leaves
+    assert SINDyPolicy(terms_per_action=3).fit(X, Y).program_.size()["nonzero_terms"] == 4
+    capped = SINDyPolicy(max_terms=20).fit(X, Y)  # the whole controller's cap: the per-action one gives way
+    assert np.count_nonzero(capped.program_.coef, axis=1).tolist() == [19, 1]
+    lines = pol.equations([f"x{i}" for i in range(6)], ["a", "b"])
+    names = [f"x{i}" for i in range(6)] + [f"x{i}^2" if i == j else f"x{i}*x{j}" for i in range(6)
+                                           for j in range(i, 6)]
+    spread = np.column_stack([X, *quad]).std(axis=0) * weights
+    heaviest = {names[i] for i in np.argsort(-spread)[:10]}
+    kept = {term.split("*", 1)[1] for term in lines[0].split(" = ")[1].split(" + ")[1:]}
+    assert len(kept) == 8 and kept <= heaviest, (kept, heaviest)
+    assert lines[1] == "b = 0.500*x0"
+
+
 def test_ensemble_keeps_every_models_coefficients_and_is_reproducible() -> None:
     X = _X(500)
     y = 0.5 * X[:, 0] - 0.2 * X[:, 2] + 0.05 * np.random.default_rng(2).normal(size=500)
