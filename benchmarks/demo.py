@@ -59,6 +59,10 @@ def run_demo(out: str | Path, *, seed: int = 0, workers: int = 2, progress: bool
                           f"{g.mean('student', 'return_mean'):.0f} / {g.mean('teacher', 'return_mean'):.0f}",
                           f"{g.estimate['iqm']:.1f}", f"{g.mean('fidelity', 'student_states', 'r2'):.3f}")
         con.print(table)
+    if summary:
+        from interp_rl.compare import FIDELITY_NOTE
+
+        con.print(FIDELITY_NOTE, markup=False)
     for teacher, groups in summary.items():
         for method, g in chosen(groups).items():
             con.print(f"\nChosen {method} controller for {teacher}: size {g.size}, "

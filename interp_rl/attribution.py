@@ -186,6 +186,8 @@ class Attribution:
     """Coalitions evaluated per state (sampling estimators)."""
     seconds: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
+    units: list[str] = field(default_factory=list)
+    """Each action's unit (``x200 N m``; empty when unknown): the values are in it."""
 
     @property
     def n_states(self) -> int:
@@ -212,7 +214,7 @@ class Attribution:
         out: dict[str, Any] = {
             "method": self.method, "exact": self.exact, "output": self.output, "n_states": self.n_states,
             "background_size": self.background_size, "budget": self.budget, "seconds": round(self.seconds, 4),
-            "features": list(self.features), "actions": list(self.actions),
+            "features": list(self.features), "actions": list(self.actions), "units": list(self.units),
             "base": self.base.tolist(),
             "importance": {a: {f: float(imp[i, k]) for i, f in enumerate(self.features)}
                            for k, a in enumerate(self.actions)},
@@ -238,7 +240,8 @@ class Attribution:
                        states=np.asarray(d["states"], dtype=np.float64), features=list(d["features"]),
                        actions=list(d["actions"]), method=str(d["method"]), exact=bool(d["exact"]),
                        output=str(d.get("output", "action")), background_size=int(d.get("background_size", 0)),
-                       budget=d.get("budget"), seconds=float(d.get("seconds", 0.0)), info=dict(d.get("info") or {}))
+                       budget=d.get("budget"), seconds=float(d.get("seconds", 0.0)), info=dict(d.get("info") or {}),
+                       units=[str(u) for u in d.get("units") or []])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ControllerFormatError(f"{path} is not an attribution file written by interp-rl: {exc}") from None
 
@@ -753,6 +756,7 @@ def explain_policy(
     task: str = "",
     features: Sequence[str] | None = None,
     actions: Sequence[str] | None = None,
+    units: Sequence[str] | None = None,
     formats: Sequence[str] = ("png", "svg"),
     progress: Any = None,
 ) -> dict[str, Any]:
@@ -764,7 +768,7 @@ def explain_policy(
     the timeline. A discrete teacher's class scores are explained (:func:`explained_model`), not its one-hot
     choice. Writes into ``out_dir``: ``attribution.json`` (every value), ``timeline.json``,
     ``summary.json`` (estimator, timings, global importance per action, the ranking) and the figures
-    (:func:`interp_rl.viz.attribution_figures`). Returns the summary.
+    (:func:`interp_rl.viz.attribution_figures`, in ``units``: each action's unit). Returns the summary.
     """
     from interp_rl.rollouts import run_episodes
     from interp_rl.viz import attribution_figures
@@ -786,6 +790,8 @@ def explain_policy(
     attr = explain(target, visited[pick], bg, method=method, budget=budget, seed=seed, progress=progress, **names)
     first = np.flatnonzero(ran.rollout.episodes == ran.rollout.episodes[0])[:TIMELINE_STEPS]
     timeline = explain(target, visited[first], bg, method=method, budget=budget, seed=seed, **names)
+    scored = isinstance(target, ClassScoreModel)
+    attr.units = timeline.units = [target.unit] * len(attr.actions) if scored else list(units or [])
     attr.save(out / "attribution.json")
     timeline.save(out / "timeline.json")
     figures = attribution_figures(attr, out, timeline=timeline, formats=formats)

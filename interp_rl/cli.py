@@ -729,16 +729,18 @@ def explain(
         env_fn, task = _controller_env(ctrl, env)
         target: Any = ctrl
         features, actions = ctrl.feature_names, ctrl.action_names
+        units = [a.unit for a in ctrl.actions]
     else:
         target = load_teacher(policy, env=env, legacy_model=legacy_model)
         env_fn, task = target.env_fn, target.task
         features = list(target.feature_names)
         actions = [a.name for a in get_task(task).action_features()]
+        units = [a.unit for a in get_task(task).action_features()]
     with Steps(err, transient=True) as bar:
         job = bar.task(f"Explaining the {kind} on {task}", total=states)
         summary = explain_policy(target, env_fn, out_dir, states=states, episodes=episodes, seed=seed,
                                  background=background, method=method, budget=budget, task=task, features=features,
-                                 actions=actions, progress=lambda n: bar.update(job, advance=n))
+                                 actions=actions, units=units, progress=lambda n: bar.update(job, advance=n))
     what = "" if summary["explained"] == "actions" else f" for its {summary['explained']}"
     table = Table(title=f"Most important features of the {kind} on {task}{what} ({summary['method']}, "
                         f"{summary['n_states']} states, {summary['seconds']:.1f} s)")

@@ -24,7 +24,7 @@ from interp_rl._validation import check_int
 from interp_rl.errors import InvalidParameterError, ObservationError, RenderError
 from interp_rl.io import atomic_write_bytes
 from interp_rl.kinds.tree import leaf_visit_counts
-from interp_rl.program import Controller
+from interp_rl.program import Controller, unit_note
 
 __all__ = [
     "DOT_SUFFIX",
@@ -164,6 +164,9 @@ def dot_header(controller: Controller, *, title: str | None, fmt: Any, rankdir: 
     note = controller.program.clip_note(controller, fmt)
     if note:
         caption.append(note)
+    units = unit_note(controller.actions)
+    if units:
+        caption.append(units)
     if caption:
         out.append(f'  graph [label={dot_label(caption)}, labelloc="t", fontname="Helvetica"];')
     out.append('  node [shape=box, fontname="Helvetica", fontsize=11];')
@@ -462,14 +465,22 @@ def _save_figure(fig: Any, out: str | Path) -> Path:
 
 
 def _estimator_note(attr: Any) -> str:
-    """``exact (tree)`` / ``kernel, 512 coalitions x 16 background states``: which estimator made a figure."""
+    """How a figure's values were computed, in plain words, and what a scaled unit means."""
     if attr.method.endswith("-exact"):
-        note = f"exact ({attr.method[:-6]} rule, output before clipping)"
+        note = "exact, from the controller's own rules (its output before clipping)"
     elif attr.exact:
-        note = "exact (every coalition)"
+        note = "exact (every subset of the features)"
     else:
-        note = f"{attr.method} estimate, {attr.budget} predict rows per state"
-    return f"{note}; background {attr.background_size} states"
+        note = "estimated by sampling (" + {"kernel": "Kernel SHAP"}.get(attr.method, f"{attr.method} sampling") + ")"
+    note += f"; each value is the feature's push away from the mean over {attr.background_size} typical states"
+    units = unit_note(getattr(attr, "units", []))
+    return note + (f"\n{units}" if units else "")
+
+
+def _unit(attr: Any, action: int) -> str:
+    """`` [x200 N m]``: the action's unit, in which its Shapley values are, or nothing when unknown."""
+    units = getattr(attr, "units", [])
+    return f" [{units[action]}]" if action < len(units) and units[action] else ""
 
 
 def attribution_bar(attr: Any, out: str | Path, *, top: int = 12, title: str | None = None) -> Path:
@@ -495,7 +506,7 @@ def attribution_bar(attr: Any, out: str | Path, *, top: int = 12, title: str | N
         ax.set_yticks(range(n_top), [attr.features[i] for i in order], fontsize=8)
         ax.invert_yaxis()
         ax.set_title(attr.actions[a], fontsize=10)
-        ax.set_xlabel("mean |Shapley value|", fontsize=8)
+        ax.set_xlabel(f"mean |Shapley value|{_unit(attr, a)}", fontsize=8)
     fig.suptitle((title or "Which features drive each action") + f"\n{_estimator_note(attr)}", fontsize=10)
     fig.tight_layout()
     return _save_figure(fig, out)
@@ -520,6 +531,7 @@ def attribution_beeswarm(attr: Any, out: str | Path, *, action: int = 0, top: in
     fig = plt.figure()
     shap.plots.beeswarm(_shap_explanation(attr, action), max_display=top, show=False, plot_size=(7, 0.3 * top + 1.5))
     fig = plt.gcf()
+    fig.axes[0].set_xlabel(f"Shapley value{_unit(attr, action)}: the feature's push on {attr.actions[action]}")
     fig.suptitle(f"{attr.actions[action]}: Shapley values over {attr.n_states} states\n{_estimator_note(attr)}",
                  fontsize=10)
     return _save_figure(fig, out)
@@ -538,7 +550,7 @@ def attribution_waterfall(attr: Any, out: str | Path, *, state: int = 0, action:
         raise InvalidParameterError(f"state {state} is not one of the {attr.n_states} explained states.")
     shap.plots.waterfall(_shap_explanation(attr, action)[state], max_display=top, show=False)
     fig = plt.gcf()
-    fig.suptitle(f"{attr.actions[action]} at state {state}: {attr.prediction[state, action]:.3g}\n"
+    fig.suptitle(f"{attr.actions[action]} at state {state}: {attr.prediction[state, action]:.3g}{_unit(attr, action)}\n"
                  f"{_estimator_note(attr)}", fontsize=10)
     return _save_figure(fig, out)
 
@@ -563,7 +575,7 @@ def attribution_timeline(attr: Any, out: str | Path, *, top: int = 8, actions: S
     for r, a in enumerate(acts):
         top_ax, heat = axes[2 * r][0], axes[2 * r + 1][0]
         top_ax.plot(steps, attr.prediction[:, a], color="black", lw=1)
-        top_ax.set_ylabel(attr.actions[a], fontsize=8, rotation=0, ha="right")
+        top_ax.set_ylabel(attr.actions[a] + _unit(attr, a), fontsize=8, rotation=0, ha="right")
         top_ax.set_xlim(-0.5, attr.n_states - 0.5)
         top_ax.tick_params(labelbottom=False, labelsize=7)
         order = np.argsort(-imp[:, a], kind="stable")[:n_top]
@@ -572,7 +584,7 @@ def attribution_timeline(attr: Any, out: str | Path, *, top: int = 8, actions: S
         im = heat.imshow(vals, aspect="auto", cmap="RdBu_r", vmin=-lim, vmax=lim, interpolation="nearest")
         heat.set_yticks(range(n_top), [attr.features[i] for i in order], fontsize=7)
         heat.tick_params(labelsize=7)
-        fig.colorbar(im, ax=heat, pad=0.01, fraction=0.02)
+        fig.colorbar(im, ax=heat, pad=0.01, fraction=0.02).set_label(f"Shapley value{_unit(attr, a)}", fontsize=7)
     axes[-1][0].set_xlabel("step")
     fig.suptitle((title or "Shapley values along the episode (red pushes the action up, blue down)")
                  + f"\n{_estimator_note(attr)}", fontsize=10)

@@ -252,3 +252,26 @@ def test_feature_subset_distils_from_the_teachers_top_features(teachers):
     assert ctrl.predict(visited[:5]).shape == (5, 2)
     with pytest.raises(InvalidParameterError, match="The 'columns' parameter of FeatureSubset"):
         FeatureSubset(student=TreePolicy(), columns=[9]).fit(visited, np.zeros((len(visited), 2)))
+
+
+def test_pictures_carry_the_action_unit_and_say_how_they_were_computed_in_plain_words(tmp_path, data):
+    """A new user saw 'kernel estimate, 14848 predict rows per state' and an unexplained [x150 N m]."""
+    import matplotlib
+
+    from interp_rl.viz import attribution_bar, attribution_beeswarm
+
+    rng, X, B, w = data
+    prog = LinearProgram(intercept=[0.0, 0.0], coef=[[5, 4, 3, 2, 1], [1, 0, 0, 0, 0.0]])
+    attr = explain(prog, rng.normal(size=(30, 5)), B, method="kernel", budget=64, seed=0,
+                   actions=["thigh_torque", "foot_torque"])
+    attr.units = ["x150 N m", "x150 N m"]
+    back = Attribution.load(attr.save(tmp_path / "a.json"))
+    assert back.units == ["x150 N m", "x150 N m"]
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # text stays text in the SVG
+        bar = attribution_bar(attr, tmp_path / "bar.svg").read_text()
+        swarm = attribution_beeswarm(attr, tmp_path / "swarm.svg").read_text()
+    for svg in (bar, swarm):
+        assert "estimated by sampling (Kernel SHAP)" in svg and "predict rows" not in svg
+        assert "[x150 N m]: an action of 1 is 150 N m (the motor multiplies it by its gear)." in svg
+    assert "mean |Shapley value| [x150 N m]" in bar
+    assert "Shapley value [x150 N m]: the feature's push on thigh_torque" in swarm

@@ -292,6 +292,7 @@ def test_explain_a_controller_and_a_teacher(swimmer_tree, shared_teachers, tmp_p
     summary = json.loads((tmp_path / "tree" / "summary.json").read_text())
     assert summary["method"] == "tree-exact" and summary["exact"] and summary["n_states"] == 50
     assert summary["efficiency_gap"] < 1e-9
+    assert summary["units"] == ["x150 N m", "x150 N m"]  # the values' unit, shown and explained on every picture
     names = set(summary["figures"])
     for view in ("importance", "timeline", "beeswarm_motor1_rot_torque", "waterfall_motor2_rot_torque"):
         assert {f"{view}.png", f"{view}.svg"} <= names
@@ -302,7 +303,7 @@ def test_explain_a_controller_and_a_teacher(swimmer_tree, shared_teachers, tmp_p
     assert code == 0, stderr
     attr = Attribution.load(tmp_path / "teacher" / "attribution.json")
     assert attr.method == "permutation" and attr.values.shape == (20, 8, 2) and attr.efficiency_gap() < 1e-9
-    assert attr.features[0] == "torso_yaw"
+    assert attr.features[0] == "torso_yaw" and attr.units == ["x150 N m", "x150 N m"]
     code, _, stderr = _run("explain", "--policy", swimmer_tree, "--out", tmp_path / "x", "--method", "magic")
     assert code == 1 and stderr.strip().splitlines()[-1].startswith("Error: The '--method' option of interp-rl explain")
 

@@ -267,7 +267,7 @@ def test_explanations_name_features_router_and_experts() -> None:
     assert text.startswith("router: the expert with the highest score acts\n  score 1 = ")
     assert "hip_angle" in text and "x0" not in text
     assert "+ 1.000*hip_speed" in text and "- 2.000*hip_speed" in text  # (the intercepts are ~1e-17)
-    assert "(acts on 5" in text or "(acts on 4" in text  # each expert's share of the data
+    assert "(fitted on 5" in text or "(fitted on 4" in text  # each expert's share of the distillation data
     why = decision_path_text(ctrl, [0.5, 0.25])
     positive = int(np.argmax(pol.program_.expert_coef[:, 0, 1])) + 1
     assert f"score {positive} = " in why and "<- highest" in why
@@ -275,6 +275,12 @@ def test_explanations_name_features_router_and_experts() -> None:
     assert why.splitlines()[-1].endswith(" + 1*(0.25) = 0.25")
     dot = to_dot(ctrl, obs=np.array([0.5, 0.25]), states=X)
     assert dot.startswith("digraph") and f"e{positive - 1} [" in dot and "router -> e0" in dot
+    # experts stacked (not a strip), and both kinds of share named in each box and in the legend
+    assert "rankdir=LR;" in dot and "xlabel" not in dot
+    share = 100 * float(np.mean(pol.program_.route(X) == 0))
+    assert f"expert 1 (fitted on {100 * pol.program_.usage[0]:.3g}%, acts on {share:.3g}%)" in dot
+    assert ("fitted on: the expert's share of the distillation data; acts on: its share of the states shown "
+            "(the darker the box, the more)") in dot
 
     routed = MixturePolicy(n_experts=2, router="tree", router_depth=1, n_steps=1000, random_state=0).fit(X, y)
     rctrl = routed.to_controller(FEATURES, [Signal("hip_torque", "N m")])

@@ -174,6 +174,7 @@ def test_readme_demo_runs_on_a_fresh_folder_and_balances_the_pendulum(tmp_path: 
     linear = [r for r in records if r["method"] == "tree"]
     assert max(r["percent_of_teacher"] for r in linear) >= 90.0
     assert "Chosen tree controller" in done.stdout and "→ leaf" in done.stdout
+    assert "a low or negative R² next to a high % of teacher is no contradiction" in done.stdout  # read beside R²
     equations = [r for r in records if r["method"] == "sindy"]  # a handful of terms balance the pole too
     assert [r["kind"] for r in equations] == ["equations"] * 2 and all(r["size"]["nonzero_terms"] <= 8 for r in equations)
     assert "Chosen sindy controller" in done.stdout and "contributes" in done.stdout

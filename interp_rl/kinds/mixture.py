@@ -432,7 +432,8 @@ class MixtureProgram(ProgramBase):
                 for o, (a, b) in enumerate(zip(controller.actions, self.expert_intercept[m], strict=True))]
 
     def _expert_title(self, m: int, fmt: Any) -> str:
-        share = f" (acts on {fmt(100 * float(self.usage[m]))}% of the data)" if self.usage.sum() > 0 else ""
+        share = f" (fitted on {fmt(100 * float(self.usage[m]))}% of the distillation data)" if self.usage.sum() > 0 \
+            else ""
         return f"expert {m + 1}{share}"
 
     def router_text(self, controller: Controller, *, precision: int = 3, max_depth: int | None = None) -> str:
@@ -515,14 +516,26 @@ class MixtureProgram(ProgramBase):
         names = controller.feature_names
         usage = self.usage_of(np.asarray(states, dtype=np.float64)) if states is not None and len(states) else None
         chosen = int(self.route(np.asarray(obs, dtype=np.float64)[None, :])[0]) if obs is not None else None
-        out = dot_header(controller, title=title, fmt=fmt)
+        legend = []
+        if self.usage.sum() > 0:
+            legend.append("fitted on: the expert's share of the distillation data")
+        if usage is not None:
+            legend.append("acts on: its share of the states shown (the darker the box, the more)")
+        caption = "; ".join(legend)
+        out = dot_header(controller, title=f"{title}\n{caption}" if title and caption else title or caption or None,
+                         fmt=fmt, rankdir="LR")  # experts stacked top to bottom, the router on the left
+        one = partial(cg.compact, precision=1)
         for m in range(self.n_experts):
-            text = [self._expert_title(m, partial(cg.compact, precision=1))]
+            shares = []
+            if self.usage.sum() > 0:
+                shares.append(f"fitted on {one(100 * float(self.usage[m]))}%")
+            if usage is not None:
+                shares.append(f"acts on {one(100 * float(usage[m]))}%")
+            text = [f"expert {m + 1}" + (f" ({', '.join(shares)})" if shares else "")]
             text += self._equations(m, controller, fmt, 4)
             attrs = {"label": dot_label(text, left=True), "style": '"rounded,filled"', "fillcolor": '"#f2f2f2"'}
             if usage is not None:
                 attrs["fillcolor"] = f'"{_blue(float(usage[m]) / max(float(usage.max()), 1e-12))}"'
-                attrs["xlabel"] = dot_label([f"{fmt(100 * float(usage[m]))}% of states"])
             if chosen == m:
                 attrs.update(color='"#d62728"', penwidth="2.5")
             out.append(f"  e{m} {dot_attrs(attrs)};")
