@@ -237,3 +237,64 @@ def test_dyna_study_report_states_the_gain_at_equal_return(tmp_path) -> None:
     assert "| 0 | -155.0 | -170.0 (at 4000) | -130.0 | not reached | – | 6000 | 2.0x | 6.0x (-150.0 after 1000) |" \
         in text
     assert (tmp_path / "curves-Pendulum-v1.png").stat().st_size > 0
+
+
+# ------------------------------------------------------------------------------ the surrogate, step by step
+@pytest.fixture(scope="module")
+def cartpole_models():
+    task = dynamics_task("InvertedPendulum-v5")
+    data = collect_transitions(task.env_fn, 600, seed=0)
+    return task, data, SINDyDynamics(n_models=1).fit(data, task), SINDyDynamics(n_models=3, random_state=1).fit(data, task)
+
+
+def _one_step(model, task, start, action, **kw):
+    env = SurrogateEnv(model, task, np.asarray([start], dtype=np.float64), horizon=50, seed=0, **kw)
+    env.reset(seed=0)
+    return env.step(np.array([action]))
+
+
+def test_members_are_fitted_on_bootstrap_resamples(cartpole_models) -> None:
+    """Each member sees its own resample, so members differ, and disagree more off the data than on it."""
+    task, data, one, three = cartpole_models
+    X, U = data.obs[:50], data.act[:50]
+    members = three.predict_members(X, U)
+    assert not np.allclose(members[0], members[1], rtol=0, atol=1e-9)
+    near = three.uncertainty(X, U).mean()
+    assert near > 1e-6  # a floor: identical members would give 0 up to round-off
+    assert three.uncertainty(X * 5, U * 5).mean() > 3 * near
+    assert np.array_equal(one.predict_members(X, U)[0], one.predict(X, U))  # one member: a fit on every row
+
+
+def test_the_surrogate_terminates_on_the_state_it_steps_to(cartpole_models) -> None:
+    task, data, one, _ = cartpole_models
+    up = np.array([0.0, 0.19, 0.0, 2.0])  # upright but falling: the next state is past 0.2 rad
+    nxt, _, terminated, _, _ = _one_step(one, task, up, 0.0)
+    assert abs(nxt[1]) > 0.2 and terminated
+    down = np.array([0.0, 0.21, 0.0, -2.0])  # past 0.2 rad but coming back: the next state is inside
+    nxt, _, terminated, _, _ = _one_step(one, task, down, 0.0)
+    assert abs(nxt[1]) <= 0.2 and not terminated
+
+
+def test_the_surrogate_truncates_where_the_members_disagree(cartpole_models) -> None:
+    task, data, _, three = cartpole_models
+    start = data.obs[10]
+    _, _, _, truncated, info = _one_step(three, task, start, 0.5, max_disagreement=0.0)
+    assert info["disagreement"] > 0 and truncated
+    _, _, _, truncated, info = _one_step(three, task, start, 0.5, max_disagreement=1e9)
+    assert not truncated
+
+
+def test_the_surrogate_truncates_and_clips_where_the_state_leaves_the_data_widened_by_the_margin(
+        cartpole_models) -> None:
+    task, data, one, _ = cartpole_models
+    spread = one.state_scale_
+    start = data.obs[10].copy()
+    start[0] = one.state_high_[0] + 10 * spread[0]  # the cart 10 spreads beyond anything recorded
+    nxt, _, _, truncated, _ = _one_step(one, task, start, 0.0, margin=3.0)
+    assert truncated and nxt[0] == pytest.approx(one.state_high_[0] + 3.0 * spread[0])  # clipped to the margin
+    _, _, _, truncated, _ = _one_step(one, task, start, 0.0, margin=100.0)
+    assert not truncated  # inside a margin of 100 spreads
+    start[0] = one.state_low_[0] - 10 * spread[0]  # and below
+    nxt, _, _, truncated, _ = _one_step(one, task, start, 0.0, margin=3.0)
+    assert truncated and nxt[0] == pytest.approx(one.state_low_[0] - 3.0 * spread[0])
+    assert not _one_step(one, task, start, 0.0, margin=100.0)[3]
