@@ -674,6 +674,33 @@ def test_report_tables_match_the_records(report: Path) -> None:
     assert "x[" not in md
 
 
+def test_target_verdicts_at_and_just_past_each_limit_against_hand_written_answers() -> None:
+    """A value at a target's limit meets it; the smallest step past it misses, said in these words."""
+    from benchmarks.report import Group, target_checks
+
+    targets = {"percent": 90, "worst_percent": 75, "below_half": 1, "parameters": 1000, "nonzero_terms": 60,
+               "minutes": 30}
+
+    def record(percent: float, worst: float, below: int, parameters: int, terms: int, seconds: float) -> dict:
+        rates = [10.0] * below + [100.0] * (100 - below)  # teacher mean 100: below half under 50
+        return {"percent_of_teacher": percent, "cell": {"seed": 0}, "distill_seconds": seconds, "distill_cores": 2,
+                "size": {"parameters": parameters, "nonzero_terms": terms},
+                "student": {"returns": [worst, 100.0]}, "teacher": {"return_mean": 100.0},
+                "failures": {"threshold": 50.0, "returns": rates}}
+
+    at = target_checks(Group("T-v5", "T", "moe", 8, [record(90.0, 75.0, 1, 1000, 60, 1800.0)]), targets)
+    assert at == {"percent": (True, "mean 90.0%"), "worst_percent": (True, "worst 75.0%"),
+                  "below_half": (True, "1.0% of episodes below half"), "parameters": (True, "1000 parameters"),
+                  "nonzero_terms": (True, "60 non-zero terms"), "minutes": (True, "30.0 min on 2 cores")}
+    past = target_checks(Group("T-v5", "T", "moe", 8, [record(89.99, 74.99, 2, 1001, 61, 1800.6)]), targets)
+    assert past == {"percent": (False, "mean 90.0% (0.0 short of 90%)"),
+                    "worst_percent": (False, "worst 75.0% (0.0 short of 75%)"),
+                    "below_half": (False, "2.0% of episodes below half (limit 1%)"),
+                    "parameters": (False, "1001 parameters (limit 1000)"),
+                    "nonzero_terms": (False, "61 non-zero terms (limit 60)"),
+                    "minutes": (False, "30.0 min on 2 cores (limit 30)")}
+
+
 def test_report_says_per_teacher_where_it_falls_short_and_what_was_tried(report: Path, tmp_path: Path) -> None:
     import shutil
 

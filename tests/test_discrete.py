@@ -188,6 +188,25 @@ def test_silver_recovers_a_linear_rule_through_shapley_values(rule_data: tuple[n
     assert refit.fit_facts()["rule_accuracy"] >= 0.97
 
 
+class ValueShiftedTeacher(RuleTeacher):
+    """The same choice, with a large state value added to every class's score, as a DQN's Q-values carry."""
+
+    def action_scores(self, obs: np.ndarray) -> np.ndarray:
+        o = np.atleast_2d(np.asarray(obs, dtype=np.float64))
+        return super().action_scores(o) + (40.0 * o[:, 1] + 25.0 * o[:, 0])[:, None]
+
+
+def test_silver_reads_score_differences_only(rule_data: tuple[np.ndarray, np.ndarray]) -> None:
+    """A value shared by every class decides nothing: centred over the classes, its Shapley values cancel and
+    the rule is the one found without it."""
+    X, Y = rule_data
+    plain = SILVERPolicy(teacher=RuleTeacher(), boundary="shapley", random_state=0).fit(X, Y)
+    shifted = SILVERPolicy(teacher=ValueShiftedTeacher(), boundary="shapley", random_state=0).fit(X, Y)
+    np.testing.assert_allclose(shifted.program_.router_coef, plain.program_.router_coef, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(shifted.program_.router_intercept, plain.program_.router_intercept, rtol=1e-6,
+                               atol=1e-9)
+
+
 def test_silver_through_dagger_on_the_real_task() -> None:
     teacher = RuleTeacher()
     d = DAgger(SILVERPolicy(shapley_states=300), n_iter=1, steps=1500, eval_episodes=2, seed=0).fit(teacher)

@@ -188,8 +188,10 @@ def test_miosr_without_its_solvers_says_what_to_install() -> None:
 # ------------------------------------------------------------------------------ the program kind
 def _fitted_controller() -> Controller:
     X = _X(800, 4)
-    y = np.column_stack([np.sin(X[:, 0]) + 0.3 * X[:, 1] * X[:, 2], np.tanh(X[:, 3]) - 0.2 * np.abs(X[:, 0])])
-    pol = SINDyPolicy(library="poly2+fourier1+custom:tanh,abs", action_low=-1.0, action_high=1.0).fit(X, y)
+    y = np.column_stack([np.sin(2 * X[:, 0]) + 0.3 * X[:, 1] * X[:, 2], np.tanh(X[:, 3]) - 0.2 * np.abs(X[:, 0])])
+    pol = SINDyPolicy(library="poly2+fourier2+custom:tanh,abs", action_low=-1.0, action_high=1.0).fit(X, y)
+    # a frequency other than 1, so that the exports' 'w * x' is checked too
+    assert ("sin", 0, 2.0) in [f for term in pol.program_.terms for f in term]
     return pol.to_controller([*NAMES, "knee_rate"], ["hip", "knee"], task="Toy-v0")
 
 
