@@ -53,3 +53,6 @@ __all__ = [
     "register_method",
     "run_job",
 ]
+
+#: The distribution that ships this package (read by interp_rl._packages: PyPI has another of this name).
+DISTRIBUTION = "interp-rl"

@@ -35,3 +35,6 @@ __all__ = [
     "task_signals",
     "train_teacher",
 ]
+
+#: The distribution that ships this package (read by interp_rl._packages: PyPI has another of this name).
+DISTRIBUTION = "interp-rl"

@@ -4,6 +4,7 @@ Tasks and teacher loading live in :mod:`envs`; distillers in :mod:`distill`; the
 harness in :mod:`benchmarks`; the command line in :mod:`interp_rl.cli`, on top of them all.
 """
 
+from interp_rl._packages import check_own_packages
 from interp_rl.errors import (
     ControllerFormatError,
     InterpRLError,
@@ -51,3 +52,5 @@ __all__ = [
     "load_controller",
     "register_program",
 ]
+
+check_own_packages()  # envs, distill, benchmarks: ours, not a PyPI namesake's

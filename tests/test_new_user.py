@@ -138,3 +138,23 @@ def test_sigterm_stops_distill_with_exit_130_and_the_resume_line(shared_teachers
     assert last.startswith("Error: Distillation interrupted; ") and "completed round(s) are kept in" in last
     assert last.endswith(f"To continue: interp-rl distill tree --teacher {zip_path} --max-leaves 4 --iterations 30 "
                          f"--steps 2000 --out {out} --resume")
+
+
+@pytest.mark.parametrize("name", ["envs", "distill", "benchmarks"])
+def test_a_pypi_namesake_of_our_packages_is_named_at_import(name: str, tmp_path: Path) -> None:
+    """PyPI has its own 'envs' and 'benchmarks': one first on the path is named, not a traceback far away."""
+    import os
+
+    fake = tmp_path / name
+    fake.mkdir()
+    (fake / "__init__.py").write_text("# someone else's package\n")
+    here = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), here])}
+    run = subprocess.run([sys.executable, "-c", "import interp_rl"], capture_output=True, text=True, env=env,
+                         cwd=tmp_path)
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines()[-1] == (
+        f"ImportError: interp-rl's '{name}' package resolves to '{fake / '__init__.py'}', which is not "
+        f"interp-rl's: another distribution named like it (PyPI has one called '{name}') shadows or overwrote it. "
+        f"Uninstall that one (pip uninstall {name}) and reinstall interp-rl, or install interp-rl in a virtual "
+        "environment of its own.")
