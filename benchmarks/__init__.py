@@ -4,5 +4,5 @@
 - ``python -m benchmarks.train_budget``: steps ``interp-rl train`` needs to solve a task.
 """
 
-#: The distribution that ships this package (read by interp_rl._packages: PyPI has another of this name).
+#: The distribution that ships this package (read by interp_rl._packages: other distributions may use the name).
 DISTRIBUTION = "interp-rl"

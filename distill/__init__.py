@@ -54,5 +54,5 @@ __all__ = [
     "run_job",
 ]
 
-#: The distribution that ships this package (read by interp_rl._packages: PyPI has another of this name).
+#: The distribution that ships this package (read by interp_rl._packages: other distributions may use the name).
 DISTRIBUTION = "interp-rl"

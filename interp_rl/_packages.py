@@ -1,7 +1,7 @@
 """interp-rl's top-level packages whose names PyPI shares: a clear message when another's files took their place.
 
-``envs``, ``distill`` and ``benchmarks`` are also names of other distributions on PyPI. Installed next to
-interp-rl, such a distribution either shadows ours (it comes first on ``sys.path``) or overwrites our files
+``envs`` is also the name of another distribution on PyPI, and any project may ship a ``distill`` or a
+``benchmarks`` package. Installed next to interp-rl, such a distribution either shadows ours (it comes first on ``sys.path``) or overwrites our files
 (both in ``site-packages``); the imports that follow would then fail far from the cause. Each of our packages
 carries ``DISTRIBUTION = "interp-rl"`` in its ``__init__.py``; :func:`check_own_packages` reads it (without
 importing the package) and names the culprit.
@@ -37,6 +37,6 @@ def check_own_packages() -> None:
             found = f"'{origin}'" if origin is not None else "nothing"
             raise ImportError(
                 f"interp-rl's '{name}' package resolves to {found}, which is not interp-rl's: another "
-                f"distribution named like it (PyPI has one called '{name}') shadows or overwrote it. Uninstall that "
-                f"one (pip uninstall {name}) and reinstall interp-rl, or install interp-rl in a virtual "
-                "environment of its own.")
+                f"distribution that ships a '{name}' package shadows or overwrote it. Uninstall that one (pip show "
+                f"-f names the files of each) and reinstall interp-rl, or install interp-rl in a virtual environment "
+                "of its own.")

@@ -155,6 +155,6 @@ def test_a_pypi_namesake_of_our_packages_is_named_at_import(name: str, tmp_path:
     assert run.returncode == 1
     assert run.stderr.strip().splitlines()[-1] == (
         f"ImportError: interp-rl's '{name}' package resolves to '{fake / '__init__.py'}', which is not "
-        f"interp-rl's: another distribution named like it (PyPI has one called '{name}') shadows or overwrote it. "
-        f"Uninstall that one (pip uninstall {name}) and reinstall interp-rl, or install interp-rl in a virtual "
+        f"interp-rl's: another distribution that ships a '{name}' package shadows or overwrote it. Uninstall that "
+        "one (pip show -f names the files of each) and reinstall interp-rl, or install interp-rl in a virtual "
         "environment of its own.")
