@@ -1,10 +1,10 @@
-"""interp-rl's top-level packages whose names PyPI shares: a clear message when another's files took their place.
+"""interp-rl's top-level packages whose names others use: a clear message when another's files took their place.
 
 ``envs`` is also the name of another distribution on PyPI, and any project may ship a ``distill`` or a
-``benchmarks`` package. Installed next to interp-rl, such a distribution either shadows ours (it comes first on ``sys.path``) or overwrites our files
-(both in ``site-packages``); the imports that follow would then fail far from the cause. Each of our packages
-carries ``DISTRIBUTION = "interp-rl"`` in its ``__init__.py``; :func:`check_own_packages` reads it (without
-importing the package) and names the culprit.
+``benchmarks`` package. Installed next to interp-rl, such a distribution either shadows ours (it comes first
+on ``sys.path``) or overwrites our files (both in ``site-packages``); the imports that follow would then fail
+far from the cause. Each of our packages carries ``DISTRIBUTION = "interp-rl"`` in its ``__init__.py``;
+:func:`check_own_packages` reads it (without importing the package) and names the culprit.
 """
 
 from __future__ import annotations
