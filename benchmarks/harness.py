@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.suite import Cell, Suite, SuiteError, TeacherSpec
+from distill.methods import JOB_DEFAULTS
 from interp_rl._threads import one_blas_thread
 from interp_rl.errors import InterpRLError
 from interp_rl.interrupts import sigterm_as_interrupt
@@ -303,7 +304,8 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
         },
         "distill_seconds": made["distill_seconds"],
         "distill_cores": jobs,  # the cores its DART levels could use (a resumed cell's last run's)
-        "attribution_agreement": teacher_agreement(teacher, controller, int(suite.get("attribution_states", 200)),
+        "attribution_agreement": teacher_agreement(teacher, controller, int(suite.get("attribution_states",
+                                                                                     JOB_DEFAULTS["attribution_states"])),
                                                    c.seed),
         "details": {k: made.get(k) for k in ("weighting", "best_round", "samples", "dagger_history", "tuning",
                                              "rl", "fit_facts", "start", "scratch", "sweep", "repair", "restarts",

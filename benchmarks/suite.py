@@ -32,6 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from distill.methods import JOB_DEFAULTS
 from interp_rl.errors import SuiteError
 
 __all__ = ["TARGET_KEYS", "Cell", "MethodSpec", "Suite", "SuiteError", "TeacherSpec", "builtin_suites",
@@ -113,7 +114,7 @@ class Suite:
     source: str = ""
     rate_episodes: int = 0
     """Extra controller episodes measuring how often it fails (below half the teacher's mean); 0: off."""
-    attribution_states: int = 200
+    attribution_states: int = JOB_DEFAULTS["attribution_states"]
     """Teacher-visited states on which each record compares teacher and controller Shapley importance; 0: off."""
     targets: dict[str, float] = field(default_factory=dict)
     """What a controller must reach (keys of :data:`TARGET_KEYS`); the report checks every group against them."""
@@ -315,8 +316,8 @@ def load_suite(name_or_path: str | Path) -> Suite:
     return Suite(name=name, description=str(data.get("description", "")), seeds=seeds, episodes=episodes,
                  compare=tuple(compare),
                  targets={k: float(v) for k, v in targets.items()},
-                 fidelity_steps=_int(data, "fidelity_steps", 2000, 1, where),
+                 fidelity_steps=_int(data, "fidelity_steps", JOB_DEFAULTS["fidelity_steps"], 1, where),
                  latency_batch=_int(data, "latency_batch", 256, 1, where),
                  rate_episodes=_int(data, "rate_episodes", 0, 0, where),
-                 attribution_states=_int(data, "attribution_states", 200, 0, where),
+                 attribution_states=_int(data, "attribution_states", JOB_DEFAULTS["attribution_states"], 0, where),
                  teachers=tuple(teachers), methods=tuple(methods), source=str(path))

@@ -36,7 +36,8 @@ from interp_rl._validation import check_int
 from interp_rl.errors import InvalidParameterError, bad_value
 from interp_rl.program import Controller
 
-__all__ = ["JOB_OPTIONS", "METHODS", "SPEED_ONLY", "Explanation", "Method", "Option", "get_method", "register_method"]
+__all__ = ["JOB_DEFAULTS", "JOB_OPTIONS", "METHODS", "SPEED_ONLY",
+           "Explanation", "Method", "Option", "get_method", "register_method"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,8 @@ JOB_OPTIONS = (
 )
 
 #: Job settings that change how fast a job runs, never what it makes (a run may resume with other values).
+#: Each job option's default, by name: the one definition the benchmark suites read too.
+JOB_DEFAULTS = {o.name: o.default for o in JOB_OPTIONS}
 SPEED_ONLY = frozenset({"jobs"})
 
 

@@ -24,6 +24,7 @@ from distill.linear import LinearPolicy
 from interp_rl._threads import torch_threads
 from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.kinds.mixture import MixtureProgram, router_tree
+from interp_rl.kinds.mixture_training import DISTILL, Gating
 
 __all__ = ["MixturePolicy"]
 
@@ -108,8 +109,8 @@ class MixturePolicy(PolicyStudent):
         router_depth: int = 4,
         max_terms: int | None = None,
         max_parameters: int | None = 1000,
-        load_balance: float = 0.05,
-        gate_noise: float = 0.5,
+        load_balance: float = DISTILL.load_balance,
+        gate_noise: float = DISTILL.gate_noise,
         n_steps: int = 3000,
         batch_size: int = 1024,
         learning_rate: float = 1e-2,
@@ -210,42 +211,31 @@ class MixturePolicy(PolicyStudent):
         self.loss_curve_: list[float] = []
         if m == 1 or self.n_steps == 0:
             return np.zeros(m), np.zeros((m, X.shape[1]))
+        from interp_rl.kinds.mixture_training import NoisyTop1Mixture
+
         with torch_threads(1):  # results do not depend on the machine's cores
             gen = torch.Generator().manual_seed(int(self.random_state or 0))
             Xs = torch.as_tensor((X - mu) / sd, dtype=torch.float32)
             Ys = torch.as_tensor((Y - ymu) / ysd, dtype=torch.float32)
             W = torch.as_tensor(w / w.mean(), dtype=torch.float32)
             d, k = X.shape[1], Y.shape[1]
-            router = torch.nn.Linear(d, m)
-            experts_w = torch.nn.Parameter(torch.zeros(m, d, k))
-            experts_b = torch.nn.Parameter(torch.zeros(m, k))
+            net = NoisyTop1Mixture(d, k, m, gating=Gating(gate_noise=float(self.gate_noise),
+                                                           load_balance=float(self.load_balance)))
             with torch.no_grad():
-                router.weight.copy_(torch.randn(m, d, generator=gen) * 0.5)
-                router.bias.zero_()
-                experts_w.copy_(torch.randn(m, d, k, generator=gen) * 0.01)
-            params = [*router.parameters(), experts_w, experts_b]
-            opt = torch.optim.Adam(params, lr=self.learning_rate)
+                net.router.weight.copy_(torch.randn(m, d, generator=gen) * 0.5)
+                net.router.bias.zero_()
+                net.experts_w.copy_(torch.randn(m, d, k, generator=gen) * 0.01)
+            opt = torch.optim.Adam(net.parameters(), lr=self.learning_rate)
             n = len(Xs)
             for step in range(self.n_steps):
                 idx = torch.randint(0, n, (min(self.batch_size, n),), generator=gen)
-                xb, yb, wb = Xs[idx], Ys[idx], W[idx]
-                scores = router(xb)
-                if self.gate_noise > 0:
-                    scores = scores + self.gate_noise * torch.randn(scores.shape, generator=gen)
-                p = torch.softmax(scores, dim=1)  # (b, m)
-                pred = torch.einsum("bd,mdk->bmk", xb, experts_w) + experts_b  # (b, m, k)
-                err = ((pred - yb[:, None, :]) ** 2).sum(dim=2)  # (b, m)
-                loss = (wb * (p * err).sum(dim=1)).mean()
-                if self.load_balance > 0:
-                    share = torch.bincount(p.argmax(dim=1), minlength=m).float() / len(xb)
-                    loss = loss + self.load_balance * m * (share * p.mean(dim=0)).sum()
+                loss = net.regression_loss(Xs[idx], Ys[idx], W[idx], generator=gen)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
                 if step % 100 == 0:
                     self.loss_curve_.append(float(loss.detach()))
-            ws = router.weight.detach().double().numpy()
-            bs = router.bias.detach().double().numpy()
+            bs, ws = net.affine()[:2]
         weight = ws / sd[None, :]
         bias = bs - weight @ mu
         return bias, weight

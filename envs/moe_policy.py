@@ -27,6 +27,7 @@ from stable_baselines3.sac.policies import SACPolicy
 
 from interp_rl.errors import bad_value
 from interp_rl.kinds.mixture import MixtureProgram
+from interp_rl.kinds.mixture_training import ON_POLICY, SAC, Gating
 
 __all__ = ["MIXTURE_ALGOS", "MixturePPOPolicy", "MixtureSACPolicy", "mixture_from_model"]
 
@@ -37,54 +38,22 @@ MIXTURE_ALGOS = ("ppo", "a2c", "trpo", "sac")
 
 def _head(obs_dim: int, act_dim: int, n_experts: int, gate_noise: float, load_balance: float) -> Any:
     import torch
-    from torch import nn
 
-    class _WithAuxiliaryLoss(torch.autograd.Function):
-        """Identity on ``out``; its backward also sends gradient 1 into ``aux`` (adds ``aux`` to the loss)."""
+    from interp_rl.kinds.mixture_training import NoisyTop1Mixture
 
-        @staticmethod
-        def forward(ctx: Any, out: Any, aux: Any) -> Any:
-            ctx.dtype = aux.dtype
-            return out.view_as(out)
-
-        @staticmethod
-        def backward(ctx: Any, grad: Any) -> Any:
-            return grad, torch.ones((), dtype=ctx.dtype, device=grad.device)
-
-    class MixtureHead(nn.Module):
-        """Router and experts; hard top-1 value, soft (straight-through) gradient."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.router = nn.Linear(obs_dim, n_experts)
-            self.weight = nn.Parameter(torch.randn(n_experts, act_dim, obs_dim) * 0.01)
-            self.bias = nn.Parameter(torch.zeros(n_experts, act_dim))
-
-        def forward(self, x: Any) -> Any:
-            scores = self.router(x)
-            learning = self.training and torch.is_grad_enabled()
-            if learning and gate_noise > 0:
-                scores = scores + gate_noise * torch.randn_like(scores)
-            outs = torch.einsum("nd,mkd->nmk", x, self.weight) + self.bias
-            prob = torch.softmax(scores, dim=1)
-            soft = (prob.unsqueeze(2) * outs).sum(dim=1)
-            chosen = scores.argmax(dim=1)
-            hard = outs[torch.arange(len(x)), chosen]
-            out = hard + soft - soft.detach()
-            if learning and load_balance > 0 and len(x) > 1:
-                share = torch.bincount(chosen, minlength=n_experts).to(prob.dtype) / len(x)
-                out = _WithAuxiliaryLoss.apply(out, load_balance * n_experts * (share * prob.mean(dim=0)).sum())
-            return out
-
-    return MixtureHead()
+    head = NoisyTop1Mixture(obs_dim, act_dim, n_experts, gating=Gating(gate_noise=gate_noise,
+                                                                       load_balance=load_balance))
+    with torch.no_grad():
+        head.experts_w.copy_(torch.randn(n_experts, obs_dim, act_dim) * 0.01)
+    return head
 
 
-def _mixture_settings(kwargs: dict[str, Any], owner: str, gate_noise: float) -> tuple[int, float, float]:
+def _mixture_settings(kwargs: dict[str, Any], owner: str, gating: Gating) -> tuple[int, float, float]:
     from interp_rl._validation import check_float, check_int
 
     n = check_int(kwargs.pop("n_experts", 8), "n_experts", owner, low=1)
-    noise = check_float(kwargs.pop("gate_noise", gate_noise), "gate_noise", owner)
-    balance = check_float(kwargs.pop("load_balance", 0.01), "load_balance", owner)
+    noise = check_float(kwargs.pop("gate_noise", gating.gate_noise), "gate_noise", owner)
+    balance = check_float(kwargs.pop("load_balance", gating.load_balance), "load_balance", owner)
     return n, noise, balance
 
 
@@ -92,14 +61,14 @@ class MixturePPOPolicy(ActorCriticPolicy):  # type: ignore[misc]
     """SB3's actor-critic policy with a mixture-of-linear-experts actor reading the features directly.
 
     Parameters are SB3's, plus ``n_experts`` (default 8), ``gate_noise`` (standard deviation of
-    the noise on the router's scores while training; default 0, since PPO's ratio compares with
-    the noiseless routing it collected with) and ``load_balance`` (weight of the load-balancing
-    loss, default 0.01); ``net_arch`` defaults to no hidden layer for the
-    actor (it must read the observation itself) and two of 64 units for the critic.
+    the noise on the router's scores while training) and ``load_balance`` (weight of the
+    load-balancing loss), their defaults :data:`~interp_rl.kinds.mixture_training.ON_POLICY`'s;
+    ``net_arch`` defaults to no hidden layer for the actor (it must read the observation itself)
+    and two of 64 units for the critic.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.n_experts, self.gate_noise, self.load_balance = _mixture_settings(kwargs, "MixturePPOPolicy", 0.0)
+        self.n_experts, self.gate_noise, self.load_balance = _mixture_settings(kwargs, "MixturePPOPolicy", ON_POLICY)
         kwargs.setdefault("net_arch", {"pi": [], "vf": [64, 64]})
         super().__init__(*args, **kwargs)
 
@@ -120,12 +89,13 @@ class MixtureSACPolicy(SACPolicy):  # type: ignore[misc]
 
     The log-std stays SB3's linear map of the observation (it only explores; the deployed
     controller is the squashed mean). Parameters are SB3's plus ``n_experts``, ``gate_noise``
-    (default 0.1) and ``load_balance`` as for :class:`MixturePPOPolicy`; ``net_arch`` defaults to
+    and ``load_balance`` as for :class:`MixturePPOPolicy`, their defaults
+    :data:`~interp_rl.kinds.mixture_training.SAC`'s; ``net_arch`` defaults to
     no hidden layer for the actor and SAC's two of 256 units for the critics.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.n_experts, self.gate_noise, self.load_balance = _mixture_settings(kwargs, "MixtureSACPolicy", 0.1)
+        self.n_experts, self.gate_noise, self.load_balance = _mixture_settings(kwargs, "MixtureSACPolicy", SAC)
         kwargs.setdefault("net_arch", {"pi": [], "qf": [256, 256]})
         super().__init__(*args, **kwargs)
 
@@ -153,10 +123,7 @@ def mixture_from_model(model: Any, normalizer: Any = None) -> MixtureProgram:
     head = model.policy.actor.mu if sac else model.policy.action_net
     if not hasattr(head, "router"):
         raise bad_value("model", "mixture_from_model", "a model trained with --policy moe", type(head).__name__)
-    w = head.weight.detach().double().numpy()  # (m, k, d)
-    b = head.bias.detach().double().numpy()  # (m, k)
-    rw = head.router.weight.detach().double().numpy()  # (m, d)
-    rb = head.router.bias.detach().double().numpy()  # (m,)
+    rb, rw, b, w = head.affine()
     d = w.shape[2]
     mean, scale = np.zeros(d), np.ones(d)
     if normalizer is not None:

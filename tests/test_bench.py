@@ -854,11 +854,11 @@ def test_quick_suite_then_report_end_to_end(shared_teachers: Path, tmp_path: Pat
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["demo", "--seed", "-1"], "The 'seed' parameter of demo must be an int in [0, inf). Got -1 instead."),
+    (["demo", "--seed", "-1"], "The '--seed' option of interp-rl demo must be an int in [0, inf). Got -1 instead."),
     (["bench", "--suite", "quick", "--workers", "0"],
-     "The 'workers' parameter of bench must be an int in [1, inf). Got 0 instead."),
+     "The '--workers' option of interp-rl bench must be an int in [1, inf). Got 0 instead."),
     (["bench", "--suite", "quick", "--seeds", "a,b"], "--seeds must be a comma-separated list of integers. Got 'a,b'"),
-    (["report", ".", "--reps", "0"], "The 'reps' parameter of report must be an int in [1, inf). Got 0 instead."),
+    (["report", ".", "--reps", "0"], "The '--reps' option of interp-rl report must be an int in [1, inf). Got 0 instead."),
 ])
 def test_bad_command_options_are_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:
     res = runner.invoke(app, [*args, "--out", str(tmp_path / "out")])

@@ -419,3 +419,39 @@ def test_usage_figure_names_pieces_and_features(tmp_path: Path) -> None:
         usage_figure(ctrl, X, tmp_path / "usage.txt")
     with pytest.raises(ObservationError, match="expects 4"):
         usage_figure(ctrl, X[:, :3], tmp_path / "usage.png")
+
+
+def test_one_trainer_and_one_definition_of_each_gating_default() -> None:
+    """Distillation and RL train the same noisy top-1 module; each use's defaults are written once."""
+    import torch
+
+    from envs.moe_policy import MixturePPOPolicy, MixtureSACPolicy, _mixture_settings
+    from interp_rl.kinds.mixture_training import DISTILL, ON_POLICY, SAC, NoisyTop1Mixture
+
+    student = MixturePolicy()
+    assert (student.gate_noise, student.load_balance) == (DISTILL.gate_noise, DISTILL.load_balance)
+    assert _mixture_settings({}, "MixtureSACPolicy", SAC)[1:] == (SAC.gate_noise, SAC.load_balance)
+    assert _mixture_settings({}, "MixturePPOPolicy", ON_POLICY)[1:] == (0.0, ON_POLICY.load_balance)
+    import gymnasium as gym
+
+    obs, act = gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-1, 1, (2,))
+    sac, ppo = MixtureSACPolicy(obs, act, lambda _: 1e-3), MixturePPOPolicy(obs, act, lambda _: 1e-3)
+    assert (sac.gate_noise, sac.load_balance) == (SAC.gate_noise, SAC.load_balance)
+    assert (ppo.gate_noise, ppo.load_balance) == (ON_POLICY.gate_noise, ON_POLICY.load_balance)
+    assert isinstance(sac.actor.mu, NoisyTop1Mixture) and isinstance(ppo.action_net, NoisyTop1Mixture)
+    # an agent saved before the two trainers shared the module (experts as weight (m, k, d) and bias) loads
+    net = NoisyTop1Mixture(3, 2, 4, gating=DISTILL)
+    old = {"router.weight": torch.randn(4, 3), "router.bias": torch.randn(4), "weight": torch.randn(4, 2, 3),
+           "bias": torch.randn(4, 2)}
+    net.load_state_dict(dict(old))
+    np.testing.assert_array_equal(net.experts_w.detach().numpy(), old["weight"].transpose(1, 2).numpy())
+    rb, rw, b, w = net.affine()
+    np.testing.assert_array_equal(w, old["weight"].double().numpy())  # the program's (m, k, d) again
+    # the distillation loss is the squared error expected under the router's probabilities (no noise, no balance)
+    plain = NoisyTop1Mixture(3, 2, 4, gating=type(DISTILL)(gate_noise=0.0, load_balance=0.0))
+    plain.load_state_dict(dict(old))
+    x, y, wt = torch.randn(5, 3), torch.randn(5, 2), torch.ones(5)
+    p = torch.softmax(x @ old["router.weight"].T + old["router.bias"], dim=1)
+    pred = torch.einsum("bd,mkd->bmk", x, old["weight"]) + old["bias"]
+    want = (p * ((pred - y[:, None, :]) ** 2).sum(dim=2)).sum(dim=1).mean()
+    assert float(plain.regression_loss(x, y, wt)) == pytest.approx(float(want), rel=1e-6)
