@@ -42,6 +42,7 @@ __all__ = [
     "Transitions",
     "collect_transitions",
     "evaluate_dynamics",
+    "fit_dynamics",
     "learning_curve_figure",
     "prediction_figure",
     "steps_to_reach",
@@ -413,6 +414,29 @@ def evaluate_dynamics(model: SINDyDynamics, data: Transitions, horizons: Sequenc
     r = model.predict_reward(data.obs, data.act, data.next_obs)
     out["reward_rmse"] = float(np.sqrt(np.mean((r - data.reward) ** 2)) / (data.reward.std() or 1.0))
     return out
+
+
+def fit_dynamics(task: TaskLike, transitions: Transitions, out: str | Path, *, library: Any = "poly2",
+                 threshold: float = 0.02, n_models: int = 5, reward: str = "auto",
+                 horizons: Sequence[int] = (1, 10, 50), seed: int = 0, source: str = "random"
+                 ) -> tuple[SINDyDynamics, dict[str, Any]]:
+    """``interp-rl dynamics fit``: fit :class:`SINDyDynamics` on the first 80% of ``transitions``' episodes, check
+    it on the rest (:func:`evaluate_dynamics` at ``horizons``) and write ``model.json``, ``data.npz``,
+    ``equations.txt`` and ``metrics.json`` into ``out``. Returns the model and the metrics."""
+    fit_part, held = transitions.split(0.2)
+    model = SINDyDynamics(library=library, threshold=threshold, n_models=n_models, reward=reward,
+                          random_state=seed).fit(fit_part, task)
+    evaluation = evaluate_dynamics(model, held, horizons)
+    dest = Path(out)
+    dest.mkdir(parents=True, exist_ok=True)
+    model.save(dest / "model.json")
+    transitions.save(dest / "data.npz")
+    atomic_write_text(dest / "equations.txt", "\n".join(model.equations()) + "\n")
+    metrics = {"task": task.task, "transitions": len(transitions), "fitted_on": len(fit_part),
+               "held_out": len(held), "source": source, "size": model.size(),
+               "held_out_evaluation": evaluation, "seed": seed}
+    atomic_write_text(dest / "metrics.json", json.dumps(metrics, indent=1) + "\n")
+    return model, metrics
 
 
 # ------------------------------------------------------------------------------ the surrogate environment

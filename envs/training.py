@@ -33,7 +33,7 @@ from interp_rl.interrupts import sigterm_as_interrupt
 from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.rollouts import evaluate
 
-__all__ = ["TrainConfig", "TrainInterrupted", "default_hyperparams", "train_teacher"]
+__all__ = ["TrainConfig", "TrainInterrupted", "check_config", "default_hyperparams", "train_teacher"]
 
 _OFF_POLICY = {"sac", "td3", "ddpg", "tqc", "dqn"}
 _ACTIVATIONS = {"relu": "ReLU", "tanh": "Tanh", "elu": "ELU", "leaky_relu": "LeakyReLU"}
@@ -330,26 +330,8 @@ class _Run:
         return meta
 
 
-def train_teacher(
-    cfg: TrainConfig,
-    *,
-    resume: bool = False,
-    progress_bar: bool = True,
-    on_checkpoint: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """Train ``cfg.algo`` on ``cfg.task``; return the ``teacher.json`` metadata.
-
-    ``on_checkpoint``, when given, receives the history row (``step``, ``eval_return``, ...) of every
-    checkpoint, for a caller that shows progress its own way.
-
-    Raises
-    ------
-    InvalidParameterError
-        Non-positive steps, or an output folder that already holds a run
-        while ``resume`` is False.
-    TrainInterrupted
-        On Ctrl-C, after writing a checkpoint.
-    """
+def check_config(cfg: TrainConfig) -> int:
+    """Check ``cfg``'s settings before anything runs (one-line errors); returns its steps."""
     steps = check_int(cfg.steps, "steps", "train")
     if cfg.algo.lower() not in ALGORITHMS:
         algorithm_class(cfg.algo)  # raises UnknownAlgorithmError
@@ -360,6 +342,32 @@ def train_teacher(
         raise InvalidParameterError(
             f"The 'keep' parameter of train must be 'best' or 'last'. Got {cfg.keep!r} instead."
         )
+    return steps
+
+
+def train_teacher(
+    cfg: TrainConfig,
+    *,
+    resume: bool = False,
+    progress_bar: bool = True,
+    on_checkpoint: Callable[[dict[str, Any]], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Train ``cfg.algo`` on ``cfg.task``; return the ``teacher.json`` metadata.
+
+    ``on_checkpoint``, when given, receives the history row (``step``, ``eval_return``, ...) of every
+    checkpoint, and ``on_start`` the steps already done when learning starts (every setting checked by
+    then), for a caller that shows progress its own way.
+
+    Raises
+    ------
+    InvalidParameterError
+        Non-positive steps, or an output folder that already holds a run
+        while ``resume`` is False.
+    TrainInterrupted
+        On Ctrl-C, after writing a checkpoint.
+    """
+    steps = check_config(cfg)
     import torch
 
     torch.set_num_threads(cfg.threads)
@@ -410,6 +418,8 @@ def train_teacher(
     remaining = steps - done
     try:
         with sigterm_as_interrupt():
+            if on_start is not None:
+                on_start(done)
             if remaining > 0:
                 model.learn(total_timesteps=remaining, callback=callback,
                             reset_num_timesteps=done == 0, progress_bar=progress_bar)

@@ -14,7 +14,8 @@ class Steps:
 
     On a terminal, a rich progress bar (one row per task). Piped to a file or a CI log, one plain
     line per change instead, prefixed with the time since the start (``[2:05] DAgger round 3``): a
-    line whenever a task's description changes and, for a counted task, at every tenth of its total.
+    line whenever a task's description changes and, for a counted task, at every tenth of its total; nothing
+    before a task's first update (a run refused at once prints only its error).
 
     Parameters
     ----------
@@ -35,7 +36,6 @@ class Steps:
     ...     for _ in range(4):
     ...         steps.update(job, advance=1)
     >>> print(log.getvalue(), end="")
-    [0:00] Explaining
     [0:00] Explaining: 1 of 4
     [0:00] Explaining: 2 of 4
     [0:00] Explaining: 3 of 4
@@ -69,7 +69,6 @@ class Steps:
         job = self._bar.add_task(description, total=total)
         if not count_lines:
             self._uncounted.add(job)
-        self._say(job)
         return job
 
     def update(self, task: int, *, description: str | None = None, completed: float | None = None,
@@ -79,6 +78,10 @@ class Steps:
                                 ("total", total)) if v is not None}
         self._bar.update(task, **kw)
         self._say(task)
+
+    def description(self, task: int) -> str:
+        """A task's description as shown now."""
+        return next(t.description for t in self._bar.tasks if t.id == task)
 
     def line(self, text: str) -> None:
         """One line above the bar on a terminal, or in the log, time-stamped like the progress lines."""

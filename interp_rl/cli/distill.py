@@ -1,0 +1,239 @@
+"""``interp-rl distill METHOD``: one command per registered distiller, its options read from the registry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from interp_rl.cli._app import (
+    _read_config_file,
+    _sentence,
+    app,
+    cli_errors,
+    err,
+    out,
+)
+from interp_rl.errors import InterpRLError
+
+
+class _MethodCommands(typer.Typer):
+    """The ``distill`` group: one command per registered method, read from the registry at every run.
+
+    A method registered after import (a plugin, a test) is a command like the shipped ones.
+    """
+
+    @property  # type: ignore[override]
+    def registered_commands(self) -> list[Any]:
+        from typer.models import CommandInfo
+
+        from distill.methods import METHODS
+
+        return [CommandInfo(name=name, callback=_method_command(method), help=_sentence(method.description))
+                for name, method in sorted(METHODS.items())]
+
+    @registered_commands.setter
+    def registered_commands(self, value: list[Any]) -> None:
+        pass  # commands come from the registry
+
+
+distill_app = _MethodCommands(
+    help="Distil a teacher into a transparent controller, by one of the methods below.",
+    rich_markup_mode=None,
+    no_args_is_help=True,
+    context_settings={"max_content_width": 120},
+)
+app.add_typer(distill_app, name="distill")
+
+
+
+
+def _distill_command(method: Any) -> Callable[..., None]:
+    """The ``interp-rl distill NAME`` command of a registered method, options generated from its declaration."""
+    import inspect
+
+    from distill.methods import JOB_OPTIONS
+
+    defaults = method.defaults()
+    common = [
+        ("teacher", str, typer.Option("--teacher", help="SB3 .zip, zoo run folder, or train folder."), ...),
+        ("out_dir", Path, typer.Option("--out", help="Output folder."), ...),
+        ("env", str | None, typer.Option("--env", help="Task (Hopper-v5) or zoo id; must match the teacher."),
+         None),
+        ("algo", str | None, typer.Option("--algo", help="Teacher algorithm (detected from the zip)."), None),
+        ("legacy_model", bool, typer.Option("--legacy-model", help="Walker2d: use the pre-v5 model file."), False),
+        ("config", Path | None, typer.Option(
+            "--config", help="TOML/YAML/JSON file of settings; options given on the command line win."), None),
+        ("resume", bool, typer.Option("--resume", help="Continue an interrupted distillation in --out."), False),
+        ("start", Path | None, typer.Option(
+            "--start", help="Folder of a saved controller of this kind to fine-tune (--rl-steps) instead of "
+                            "distilling one."), None),
+    ]
+    settings_opts = [(o.name, o.type, o.help) for o in method.options] + [
+        (j.name, int, j.help) for j in JOB_OPTIONS]
+    params = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                annotation=Annotated[typ, opt]) for name, typ, opt, default in common]
+    for name, typ, text in settings_opts:
+        flag = "--" + name.replace("_", "-")
+        shown = defaults[name] if defaults[name] is not None else "none"
+        params.append(inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, default=None,
+            annotation=Annotated[typ | None, typer.Option(flag, help=f"{text} [default: {shown}]")]))
+    names = [name for name, *_ in settings_opts]
+
+    def command(**kwargs: Any) -> None:
+        given = {k: kwargs.pop(k) for k in names}
+        _distill(method, given, **kwargs)
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__name__ = f"distill_{method.name}"
+    command.__doc__ = _sentence(method.description)
+    return command
+
+
+def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path, env: str | None,
+             algo: str | None, legacy_model: bool, config: Path | None, resume: bool,
+             start: Path | None = None) -> None:
+    from distill.job import run_job
+    from envs import get_task, task_signals
+    from envs.teachers import load_teacher
+    from interp_rl.compare import FIDELITY_NOTE
+    from interp_rl.errors import InvalidParameterError
+
+    owner = f"interp-rl distill {method.name}"
+    settings = {**_read_config_file(config), **{k: v for k, v in given.items() if v is not None}}
+    resolved = method.resolve(settings, owner=owner, spell=lambda n: "--" + n.replace("_", "-"), what="option")
+    import torch
+
+    torch.set_num_threads(1)
+    t = load_teacher(teacher, env=env, algo=algo, legacy_model=legacy_model)
+    if env is not None and get_task(env).id != t.task:
+        raise InterpRLError(f"The teacher is for {t.task}, not {get_task(env).id}.")
+    features, actions = task_signals(t.task, t.variant)
+    provenance = {"source": t.source, "algo": t.algo, "task": t.task, "variant": t.variant}
+
+    from interp_rl._progress import Steps
+
+    with Steps(err) as bar:
+        scratch = bool(resolved.get("scratch_steps"))
+        levels = max(1, len(str(resolved.get("noise_levels") or "").split(",")))
+        what = (f"Fine-tuning {start} on {t.task}" if start is not None else
+                f"Training a {method.name} controller by RL from scratch on {t.task}" if scratch else
+                f"Distilling {t.algo.upper()} on {t.task}")
+        job = bar.task(f"{what} into {out_dir}", total=None if start is not None or scratch else
+                       (resolved["iterations"] + 1) * levels, count_lines=False)
+        noises: dict[int, float] = {}  # DART level index -> noise, when the recipe runs several (side by side)
+        rounds: dict[int, int] = {}  # DART level index -> DAgger rounds done
+
+        def show(description: str, **kw: Any) -> None:
+            bar.update(job, description=description, **kw)
+
+        show(bar.description(job))  # what runs, where to: the log's first line
+
+        def dart(row: dict[str, Any]) -> str:
+            return f" (DART {noises[row['level']]:g})" if row.get("level") in noises else ""
+
+        def on_round(row: dict[str, Any]) -> None:
+            if row.get("stage") == "dart":
+                noises[row.get("level", 0)] = row["noise"]
+                show(description="DAgger with DART noise " + ", ".join(f"{v:g}" for v in noises.values()))
+            elif "repair_round" in row:
+                ret = row.get("return_mean")
+                found = "" if row.get("failed") is None else f", {row['failed']} failed of {row['episodes']}"
+                show(description=f"Repair round {row['repair_round']}{found}"
+                     + (f", held-out return {ret:.0f}" if ret is not None else ""))
+            elif "restart" in row:
+                show(description=f"Restart {row['restart']}{dart(row)}: held-out return "
+                     f"{row['return_mean']:.0f}, worst {row['return_min']:.0f}")
+            elif "round" in row:
+                ret = row.get("return_mean")
+                rounds[row.get("level", 0)] = row["round"] + 1
+                show(completed=sum(rounds.values()), description=(
+                    f"DAgger round {row['round']}{dart(row)}" + (f": return {ret:.0f}" if ret == ret and ret is not None
+                                                            else "")))
+            elif "sweep" in row:
+                show(description=f"Sparsity sweep: {row['sweep']}={row['value']}, "
+                     f"{row['parameters']} parameters, return {row['return_mean']:.0f}")
+            elif row.get("phase") == "scratch":
+                ret = row.get("return_mean")
+                show(description=f"RL from scratch: {row['step']} of {row['total']} steps"
+                     + (f", return {ret:.0f}" if ret is not None else ""))
+            elif "step" in row:
+                show(description=f"Fine-tuning on the return: {row['step']} transitions, "
+                     f"return {row['return_mean']:.0f}")
+            else:
+                show(description=f"Tuning leaves: update {row['iteration']}, "
+                     f"return {row['return_mean']:.0f}")
+
+        try:
+            metrics = run_job(method, t, resolved, out_dir, features=features, actions=actions,
+                              provenance=provenance, resume=resume, progress=on_round, start=start)
+        except InvalidParameterError as exc:  # a setting that does not suit this teacher: say it as typed
+            opt = method._option_for(exc)
+            raise (exc.renamed(opt.flag, owner) if opt is not None else exc) from None
+    kind = metrics["kind"]
+    table = Table(title=f"{kind.capitalize()} controller distilled from {t.algo.upper()} on {t.task} "
+                        f"({metrics['episodes']} evaluation episodes)")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    size = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in metrics["size"].items())
+    rows = [
+        ("teacher return", f"{metrics['teacher_return']:.1f} ± {metrics['teacher_return_std']:.1f}"),
+        (f"{kind} return", f"{metrics['student_return']:.1f} ± {metrics['student_return_std']:.1f}"),
+        ("% of teacher (mean)", f"{metrics['percent_of_teacher']:.1f}"),
+        ("% of teacher (worst episode)", f"{metrics['worst_percent_of_teacher']:.1f}"),
+        ("fidelity R² (teacher states)", f"{metrics['fidelity_teacher_states']['r2']:.3f}"),
+        (f"fidelity R² ({kind} states)", f"{metrics['fidelity_student_states']['r2']:.3f}"),
+        *([("same class as the teacher (teacher / own states)",
+            f"{metrics['fidelity_teacher_states']['agreement']:.1%} / "
+            f"{metrics['fidelity_student_states']['agreement']:.1%}")]
+          if "agreement" in metrics["fidelity_teacher_states"] else []),
+        ("size", size),
+        ("distillation seconds", f"{metrics['distill_seconds']:.0f}"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    out.print(table)
+    out.print(FIDELITY_NOTE, markup=False)
+    if metrics.get("sweep"):
+        sweep = metrics["sweep"]
+        best = sweep["best_return"]
+        table = Table(title=f"Sparsity sweep ({sweep['episodes']} held-out episodes each; kept: the sparsest within "
+                            f"{sweep['tolerance']:.0%} of the best return)")
+        for col in (sweep["param"], "non-zero parameters", "return", "worst episode", "kept"):
+            table.add_column(col, justify="right")
+        for i, r in enumerate(sweep["rows"]):
+            table.add_row(str(r["value"] if r["value"] is not None else "none"), str(r["parameters"]),
+                          f"{r['return_mean']:.1f}", f"{r['return_min']:.1f}",
+                          "yes" if i == sweep["kept_index"] else "")
+        out.print(table)
+        out.print(f"Best return {best:.1f}; plotted in sweep.png.", markup=False)
+    written = ["controller.json", "controller.py", "controller.c", "rules.txt", f"{kind}.dot"]
+    if (out_dir / "distillation.npz").is_file():
+        written.insert(1, "distillation.npz")
+    if metrics.get("picture", "").endswith(".svg"):
+        written.append(metrics["picture"])
+    if metrics.get("sweep"):
+        written.append("sweep.png")
+    out.print(f"Wrote {', '.join(written)}, metrics.json and config.json to {out_dir}.", markup=False)
+    if "picture_error" in metrics:
+        out.print(f"No picture rendered: {metrics['picture_error']}", markup=False)
+
+
+
+
+_COMMANDS: dict[int, tuple[Any, Callable[..., None]]] = {}
+
+
+def _method_command(method: Any) -> Callable[..., None]:
+    """The command of ``method`` (built once per method object)."""
+    held = _COMMANDS.get(id(method))
+    if held is None or held[0] is not method:
+        held = (method, cli_errors(_distill_command(method), resumable="flag"))
+        _COMMANDS[id(method)] = held
+    return held[1]
+
+
