@@ -153,6 +153,8 @@ class Diagnosis:
 def failure_interval(failures: int, episodes: int, level: float = 0.95) -> tuple[float, float]:
     """Clopper-Pearson interval of a failure rate (exact binomial).
 
+    Examples
+    --------
     >>> [round(v, 4) for v in failure_interval(0, 100)]
     [0.0, 0.0362]
     """

@@ -6,6 +6,8 @@ leaves, a mixture's experts), so its graph is exact: the nodes are the pieces, a
 which ``q`` acts right after ``p``. For a neural teacher the nodes are clusters of the states it visits
 (:func:`cluster_states`), as ARLIN makes them, so the two can be compared.
 
+Examples
+--------
 >>> import numpy as np
 >>> g = piece_graph(np.array([0, 0, 1, 1, 0]), np.array([0, 0, 0, 1, 1]), np.ones(5), failed=[False, True],
 ...                 phase=np.array([0, 0, 0, 1, 2]))

@@ -1,4 +1,4 @@
-"""The package layers point one way (see docs/architecture.md).
+"""The package layers point one way (see docs/concepts/architecture.md).
 
 Layers, bottom to top: the core (``interp_rl``), then ``distill`` and ``envs`` side by side,
 then ``benchmarks``, then the CLI (``interp_rl.cli``), which nothing imports.
