@@ -81,6 +81,10 @@ def results_pages() -> None:
             with mkdocs_gen_files.open(f"results/{suite}/figures/{fig.name}", "wb") as fh:
                 fh.write(fig.read_bytes())
         index.append(f"- [{suite}]({suite}/report.md): {what}.")
+    teachers = ROOT / "benchmarks" / "results" / "teachers.md"
+    with mkdocs_gen_files.open("results/teachers.md", "w") as fh:
+        fh.write(teachers.read_text())
+    index.append("- [The shared teachers](teachers.md): their returns on the -v5 tasks, reproduced here.")
     with mkdocs_gen_files.open("results/index.md", "w") as fh:
         fh.write("\n".join(index) + "\n")
 
