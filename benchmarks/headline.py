@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.harness import load_records
-from benchmarks.report import summarise
+from benchmarks.records import summarise
 
 __all__ = ["BEGIN", "END", "headline_table", "update_readme"]
 

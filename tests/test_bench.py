@@ -19,7 +19,9 @@ import pytest
 from typer.testing import CliRunner
 
 from benchmarks.harness import RECORD_SCHEMA, load_records, run_suite
-from benchmarks.report import Group, aggregate, left_out_of_aggregate, pareto_front, summarise, write_report
+from benchmarks.plots import pareto_front
+from benchmarks.records import Group, aggregate, left_out_of_aggregate, summarise
+from benchmarks.report import write_report
 from benchmarks.stats import interval_estimate, iqm, stratified_bootstrap_ci
 from benchmarks.suite import Cell, SuiteError, builtin_suites, load_suite
 from interp_rl.cli import app
@@ -205,7 +207,7 @@ def test_aggregate_uses_the_seeds_every_task_ran_and_names_what_it_leaves_out() 
 
 
 def test_repair_pairs_put_each_method_next_to_its_repaired_twin() -> None:
-    from benchmarks.report import repair_pairs
+    from benchmarks.analyses import repair_pairs
 
     def group(method: str, percents: list[float], worst: float, fails: list[bool]) -> Group:
         recs = [{"percent_of_teacher": p, "cell": {"seed": s}, "size": {}, "teacher": {"return_mean": 100.0},
@@ -621,7 +623,7 @@ def test_report_tables_match_the_records(report: Path) -> None:
         assert f"{g.estimate['iqm']:.1f} [{g.estimate['ci_low']:.1f}, {g.estimate['ci_high']:.1f}]" in md
     assert "## IP-SAC: SAC on InvertedPendulum-v5" in md
     # the suite's targets, every group checked: met, or by how much it misses
-    from benchmarks.report import target_checks
+    from benchmarks.analyses import target_checks
 
     targets = {"percent": 90, "worst_percent": 75, "below_half": 1, "parameters": 20, "minutes": 10}
     assert "## Targets" in md and "mean return ≥ 90% of the teacher's; worst episode ≥ 75%" in md
@@ -657,7 +659,7 @@ def test_report_tables_match_the_records(report: Path) -> None:
     checks = target_checks(Group("T-v5", "T", "moe", 8, [own]), {"worst_percent": 75, "below_half": 1})
     assert checks["worst_percent"] == (True, "worst 45.0% (the teacher's own worst: 40.0%)")
     # at a glance: one row per teacher, a column per method, bold where every target is met
-    from benchmarks.report import at_a_glance
+    from benchmarks.analyses import at_a_glance
 
     header, (row,) = at_a_glance({"IP-SAC": groups}, targets)
     assert "### At a glance" in md and "| " + " | ".join(header) + " |" in md and "| " + " | ".join(row) + " |" in md
@@ -676,7 +678,8 @@ def test_report_tables_match_the_records(report: Path) -> None:
 
 def test_target_verdicts_at_and_just_past_each_limit_against_hand_written_answers() -> None:
     """A value at a target's limit meets it; the smallest step past it misses, said in these words."""
-    from benchmarks.report import Group, target_checks
+    from benchmarks.analyses import target_checks
+    from benchmarks.records import Group
 
     targets = {"percent": 90, "worst_percent": 75, "below_half": 1, "parameters": 1000, "nonzero_terms": 60,
                "minutes": 30}
@@ -704,7 +707,7 @@ def test_target_verdicts_at_and_just_past_each_limit_against_hand_written_answer
 def test_report_says_per_teacher_where_it_falls_short_and_what_was_tried(report: Path, tmp_path: Path) -> None:
     import shutil
 
-    from benchmarks.report import closest, target_checks
+    from benchmarks.analyses import closest, target_checks
 
     targets = {"percent": 90, "worst_percent": 75, "below_half": 1, "parameters": 20, "minutes": 10}
     groups = summarise(load_records(report))["IP-SAC"]
