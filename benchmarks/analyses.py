@@ -4,12 +4,17 @@ and the chosen controllers' explanations. Each returns rows or lines; :mod:`benc
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks.records import Group, _num
+from benchmarks.plots import aggregate_plot, pareto_plot
+from benchmarks.records import TARGET, Group, _first, _num, _pct, aggregate, chosen, left_out_of_aggregate
+from benchmarks.suite import TARGET_KEYS
+from interp_rl.document import Document
 from interp_rl.errors import InterpRLError
 
 __all__ = ["FEWER_SUFFICE_POINTS", "against_equal_trees", "against_trees", "at_a_glance", "attribution_table",
@@ -116,13 +121,21 @@ def idle_check(g: Group, limit: float, percent: float | None = None) -> tuple[bo
     >>> idle_check(Group("T-v5", "T", "moe", 8, [rec]), 0, percent=90)
     (True, '2 idle experts, and 6 suffice: 91.0% without them (95.0% with)')
     """
-    used = [r for r in g.records if r.get("kind") == "mixture" and (r.get("usage") or {}).get("idle") is not None]
+    from interp_rl.program import PROGRAMS
+
+    def kind(r: dict[str, Any]) -> Any:
+        return PROGRAMS.get(str(r.get("kind")))
+
+    # the kinds that can act without some of their pieces (a mixture's experts), judged on the records' usage
+    used = [r for r in g.records if (k := kind(r)) is not None and getattr(k, "drops_pieces", lambda: False)()
+            and (r.get("usage") or {}).get("idle") is not None]
     if not used:
         return None
     verdicts = []
     for r in used:
         idle, own, usage = int(r["usage"]["idle"]), _num(r["percent_of_teacher"]), r["usage"]
-        fewer, many = usage.get("without_idle"), f"{int(r['usage']['idle'])} idle expert{'s' * (idle != 1)}"
+        one, several = getattr(kind(r), "piece_names", ("piece", "pieces"))
+        fewer, many = usage.get("without_idle"), f"{idle} idle {one if idle == 1 else several}"
         if idle <= limit:
             verdicts.append((True, 0, many))
         elif fewer is None:
@@ -166,9 +179,11 @@ def load_tried(results: Path) -> list[dict[str, str]]:
         out.append(entry)
     return out
 
-def against_trees(summary: dict[str, list[Group]], budget: float | None = None) -> list[str]:
+def against_trees(summary: dict[str, list[Group]], budget: float | None = None, kind: str | None = None
+                  ) -> list[str]:
     """One line per teacher with mixtures and trees: the best mixture against the best tree within the same
     parameter ``budget`` (all sizes when ``None``), by the mean % of teacher over seeds, the worst episode after.
+    Every kind that names one to be compared with (``Program.compared_with``), or only ``kind``.
 
     >>> def g(method, kind, pct, params):
     ...     rec = {"kind": kind, "percent_of_teacher": pct, "cell": {"seed": 0}, "size": {"parameters": params},
@@ -187,20 +202,20 @@ def against_trees(summary: dict[str, list[Group]], budget: float | None = None) 
     out = []
     for teacher, groups in summary.items():
         kinds = {x.records[0].get("kind") for x in groups if x.records}
-        for kind in sorted(k for k in kinds if k in PROGRAMS):
-            other = PROGRAMS[kind].compared_with  # the program kind says what it is set against
+        for mine in sorted(k for k in kinds if k in PROGRAMS and kind in (None, k)):
+            other = PROGRAMS[mine].compared_with  # the program kind says what it is set against
             best: dict[str, Group] = {}
-            for k in (kind, other):
+            for k in (mine, other):
                 fits = [x for x in groups if x.percents and x.records[0].get("kind") == k
                         and (budget is None or (x.mean("size", "parameters") or 0) <= budget)]
                 if fits:
                     best[k] = max(fits, key=lambda x: float(np.mean(x.percents)))
             if not other or len(best) < 2:
                 continue
-            m, t = (float(np.mean(best[k].percents)) for k in (kind, other))
+            m, t = (float(np.mean(best[k].percents)) for k in (mine, other))
             said = [f"best {name} {x.method} {x.size} ({_f(x.mean('size', 'parameters'), '.0f')} parameters) "
                     f"{float(np.mean(x.percents)):.1f}% (worst {x.worst_percent:.1f}%)"
-                    for name, x in ((kind, best[kind]), (other, best[other]))]
+                    for name, x in ((mine, best[mine]), (other, best[other]))]
             out.append(f"**{teacher}**: {'above' if m > t else 'below'}, by {abs(m - t):.1f} points: "
                        f"{', '.join(said)}")
     return out
@@ -451,8 +466,8 @@ def sparsest_within(summary: dict[str, list[Group]], tolerance: float = 0.05) ->
                        f"{said(sparse)}")
     return out
 
-def against_equal_trees(summary: dict[str, list[Group]], kind: str = "equations") -> list[str]:
-    """Per teacher: the best controller of ``kind`` against the best tree with at most its parameters.
+def against_equal_trees(summary: dict[str, list[Group]], kind: str = "equations", other: str = "tree") -> list[str]:
+    """Per teacher: the best controller of ``kind`` against the best of ``other`` with at most its parameters.
 
     >>> def g(method, kind, pct, params):
     ...     rec = {"kind": kind, "percent_of_teacher": pct, "cell": {"seed": 0}, "size": {"parameters": params},
@@ -472,7 +487,7 @@ def against_equal_trees(summary: dict[str, list[Group]], kind: str = "equations"
             continue
         best = max(mine, key=lambda g: float(np.mean(g.percents)))
         budget = best.mean("size", "parameters") or 0.0
-        trees = [g for g in groups if g.percents and g.records[0].get("kind") == "tree"
+        trees = [g for g in groups if g.percents and g.records[0].get("kind") == other
                  and (g.mean("size", "parameters") or float("inf")) <= budget]
 
         def said(g: Group) -> str:
@@ -480,7 +495,7 @@ def against_equal_trees(summary: dict[str, list[Group]], kind: str = "equations"
                     f"{float(np.mean(g.percents)):.1f}% (worst {g.worst_percent:.1f}%)")
 
         if not trees:
-            out.append(f"**{teacher}**: {said(best)}; no tree of ≤ {budget:.0f} parameters was run")
+            out.append(f"**{teacher}**: {said(best)}; no {other} of ≤ {budget:.0f} parameters was run")
             continue
         tree = max(trees, key=lambda g: float(np.mean(g.percents)))
         a, b = float(np.mean(best.percents)), float(np.mean(tree.percents))
@@ -520,3 +535,292 @@ def explanations(results: Path, g: Group) -> list[Any]:
     title = (f"{g.teacher}: {g.method} {g.size}, seed {rec['cell']['seed']}, "
              f"{_num(rec['percent_of_teacher']):.0f}% of teacher")
     return METHODS[rec["distiller"]].explain(ctrl, states, title)
+
+
+# ----------------------------------------------------------------------------- the report's sections
+@dataclass
+class ReportContext:
+    """What every section of a report reads: the results folder, its suite, the records and their groups."""
+
+    results: Path
+    suite: dict[str, Any]
+    own: list[dict[str, Any]]
+    """The records the suite itself ran."""
+    compared: dict[str, list[dict[str, Any]]]
+    """Records shown beside them, by the results folder they come from (the suite's ``compare``)."""
+    summary: dict[str, list[Group]]
+    reps: int
+    seed: int
+    image: Callable[[str, bytes, str], None]
+    """``image(file name, bytes, alt text)``: a picture into the page and ``figures/``."""
+
+    @property
+    def targets(self) -> dict[str, float]:
+        return self.suite.get("targets") or {}
+
+
+#: A section of a report: writes into the document what it finds in the context (nothing when it finds nothing).
+Analysis = Callable[[ReportContext, Document], None]
+#: Every section by name, in the order a report lays them out when its suite names none (``[report] analyses``).
+ANALYSES: dict[str, Analysis] = {}
+
+
+def register_analysis(name: str) -> Callable[[Analysis], Analysis]:
+    """Register a report section under ``name``, so that a suite can list it (``[report] analyses = [...]``)."""
+
+    def add(fn: Analysis) -> Analysis:
+        ANALYSES[name] = fn
+        return fn
+
+    return add
+
+
+def analyses_of(suite: dict[str, Any]) -> list[str]:
+    """The sections a suite's report lays out: those it lists (``[report] analyses``), else every registered one."""
+    names = list((suite.get("report") or {}).get("analyses") or ANALYSES)
+    unknown = [n for n in names if n not in ANALYSES]
+    if unknown:
+        raise InterpRLError(f"Suite {suite.get('name', '?')!r} lists unknown report analyses "
+                            f"{', '.join(map(repr, unknown))}; known: {', '.join(ANALYSES)}.")
+    return names
+
+
+@register_analysis("summary")
+def summary_section(ctx: ReportContext, doc: Document) -> None:
+    """Per teacher and method, the smallest size reaching 90% of the teacher, else the best."""
+    rows = []
+    for teacher, groups in ctx.summary.items():
+        for method, g in chosen(groups).items():
+            hit = g.estimate["iqm"] >= TARGET
+            rows.append([teacher, f"{_f(g.mean('teacher', 'return_mean'), '.0f')}", method,
+                         f"{g.size}" + ("" if hit else " (best; none reaches 90%)"),
+                         _f(g.mean("size", "parameters"), ".0f"), _est(g.estimate),
+                         _f(g.mean("fidelity", "student_states", "r2"), ".2f"),
+                         f"{_f(g.mean('latency', 'speedup_single'), '.0f')}× / "
+                         f"{_f(g.mean('latency', 'speedup_c_native'), '.0f')}×"])
+    doc.h(2, "Summary")
+    doc.p("Per teacher and method, the smallest size whose IQM reaches 90% of the teacher "
+          "(else the best size).")
+    doc.table(["teacher", "teacher return", "method", "size", "parameters", "% of teacher IQM [95% CI]",
+               "fidelity R² (own states)", "speed-up Python / C"], rows)
+
+
+@register_analysis("targets")
+def targets_section(ctx: ReportContext, doc: Document) -> None:
+    """Every group against the suite's targets, the suite's own cells seed by seed, at a glance, where short."""
+    targets, summary = ctx.targets, ctx.summary
+    if not targets:
+        return
+    doc.h(2, "Targets")
+    doc.p("The suite's targets: " + "; ".join(TARGET_KEYS[k].format(v) for k, v in targets.items())
+          + ". Every group (teacher, method, size; its seeds together: the mean of the seeds' means, the "
+          "worst episode of all, the share of all failure-rate episodes) against them; a miss says by how much. "
+          "Next to them, the teacher against its own mean on its evaluation episodes: where the teacher "
+          "itself has a low worst episode or episodes below half (Reacher: the target's distance sets the "
+          "cost), those two targets measure the task more than the controller.")
+    if ctx.compared:
+        held_out = {t["name"] for t in ctx.suite.get("teachers") or [] if t.get("held_out")}
+        doc.h(3, "This suite's own cells")
+        doc.p(f"The methods this suite runs ({', '.join(sorted({r['method'] for r in ctx.own}))}), seed by seed and "
+              "then the seeds together (bold); episodes below half counted over the failure-rate episodes. "
+              + ("Held out: agents these methods were not chosen on (" + ", ".join(sorted(held_out)) + ")."
+                 if held_out else ""))
+        doc.table(["teacher", "method", "size", "seed", "parameters", "% of teacher", "worst episode %",
+                   "episodes below half", "targets met, or the misses"],
+                  own_cells(summary, {r["method"] for r in ctx.own}, targets, held_out))
+        doc.h(3, "Every method against the targets")
+    rows = []
+    for teacher, groups in summary.items():
+        for g in groups:
+            t_worst, t_below = g.teacher_reference
+            rows.append([teacher, g.method, str(g.size), _f(g.mean("size", "parameters"), ".0f"),
+                         _f(float(np.mean(g.percents)) if g.percents else None, ".1f"),
+                         _f(g.worst_percent, ".1f"), _f(g.below_half, ".1f"),
+                         f"{_f(t_worst, '.1f')} / {_f(t_below, '.1f')}", _verdict(g, targets)])
+    doc.table(["teacher", "method", "size", "parameters", "mean % of teacher", "worst episode %",
+               "% of episodes below half", "the teacher itself: worst % / % below half",
+               "targets met, or the misses"], rows)
+
+    doc.h(3, "At a glance")
+    doc.p("Per teacher and method: mean % of teacher / worst episode % / % of episodes below half, the "
+          "seeds together as above; in bold where every target is met.")
+    doc.table(*at_a_glance(summary, targets))
+
+    tried = load_tried(ctx.results)
+    doc.h(3, "Where short")
+    doc.p("Per teacher, the controller closest to the targets (most targets met, then the highest mean), "
+          "what it misses, and what was tried: the suite's methods on that teacher and, from "
+          "`tried.toml` in the results folder, the experiments outside the suite with their commands.")
+    doc.bullets(where_short(summary, targets, tried))
+    if everywhere := [t for t in tried if t["teacher"] == "*"]:
+        doc.p("Tried on every teacher:")
+        doc.bullets([f"{t['what']}: {t['result']} (`{t['command']}`)." for t in everywhere])
+    against_trees_section(ctx, doc)
+
+
+def _title(kind: str) -> str:
+    from interp_rl.program import PROGRAMS
+
+    return getattr(PROGRAMS.get(kind), "title", "") or kind.capitalize()
+
+
+def against_trees_section(ctx: ReportContext, doc: Document) -> None:
+    """Each kind set against the one it is compared with (``Program.compared_with``), within the parameter target."""
+    from interp_rl.program import PROGRAMS
+
+    targets = ctx.targets
+    kinds = sorted({str(g.records[0].get("kind")) for gs in ctx.summary.values() for g in gs if g.records})
+    for kind in kinds:
+        other = getattr(PROGRAMS.get(kind), "compared_with", "")
+        if other and (lines := against_trees(ctx.summary, targets.get("parameters"), kind)):
+            doc.h(3, f"{_title(kind)} against {_title(other).lower()}")
+            doc.p(f"Per teacher, the best {kind} against the best {other} within the same parameter budget"
+                  + (f" (≤ {targets['parameters']:g})" if "parameters" in targets else "")
+                  + ", by the mean % of teacher over seeds.")
+            doc.bullets(lines)
+
+
+@register_analysis("repair")
+def repair_section(ctx: ReportContext, doc: Document) -> None:
+    """Each method next to the same method repaired from diagnosis, seed by seed."""
+    if rows := repair_pairs(ctx.summary):
+        doc.h(2, "Repair from diagnosis: before and after")
+        doc.p("Per teacher, each method next to the same method with repair from diagnosis (`-repair`: targeted "
+              "DAgger from the run-up to each failure, `interp-rl distill ... --repair-rounds`), on the seeds both "
+              "ran, so each pair is one distillation before and after its repair: mean % of teacher, worst "
+              "episode %, and failure-rate episodes below half the teacher's mean (before → after). Found: per "
+              "seed, the failures in each repair round's fresh episodes (the points of no return it learns "
+              "from), and the round the held-out episodes kept.")
+        doc.table(["teacher", "method → repaired", "seeds", "mean % of teacher", "worst episode %",
+                   "episodes below half", "found"], rows)
+
+
+@register_analysis("held-out-choices")
+def held_out_section(ctx: ReportContext, doc: Document) -> None:
+    """What the held-out episodes chose in each cell: the DART level, the restart."""
+    if rows := held_out_choices(ctx.summary):
+        doc.h(2, "What the held-out episodes chose")
+        doc.p("Per cell, the choices made on held-out episodes (never the evaluation's): each DART level's best "
+              "held-out score (the mean of the mean return and of the worst quarter's; the kept level bold), the "
+              "kept restart (fit) of that level, and the % of teacher the evaluation then gave (after fine-tuning, "
+              "where the method fine-tunes).")
+        doc.table(["teacher", "method", "seed", "DART level: held-out score (worst return)", "kept restart",
+                   "% of teacher"], rows)
+
+
+@register_analysis("sparsity")
+def sparsity_section(ctx: ReportContext, doc: Document) -> None:
+    """Per teacher and method run at several sizes: the best size and the sparsest within 5% of it."""
+    if lines := sparsest_within(ctx.summary):
+        doc.h(2, "Sparsity: the sparsest within 5% of the best")
+        doc.p("Per teacher and method run at several sizes: the size with the best mean % of teacher (seeds "
+              "together) and the sparsest size whose mean is within 5% of it.")
+        doc.bullets(lines)
+
+
+@register_analysis("equal-size")
+def equal_size_section(ctx: ReportContext, doc: Document) -> None:
+    """Each kind set against the one it meets at no more than its own parameters (``Program.equal_size_with``)."""
+    from interp_rl.program import PROGRAMS
+
+    kinds = sorted({str(r.get("kind")) for r in ctx.own + [r for rs in ctx.compared.values() for r in rs]})
+    for kind in kinds:
+        other = getattr(PROGRAMS.get(kind), "equal_size_with", "")
+        if other and (lines := against_equal_trees(ctx.summary, kind, other)):
+            doc.h(2, f"{_title(kind)} against {_title(other).lower()} of equal size")
+            doc.p(f"Per teacher, the best of the {_title(kind).lower()} against the best of the "
+                  f"{_title(other).lower()} with at most its parameters.")
+            doc.bullets(lines)
+
+
+@register_analysis("aggregate")
+def aggregate_section(ctx: ReportContext, doc: Document) -> None:
+    """The IQM of % of teacher over every task's seeds, per method and size, with its interval and plot."""
+    agg = aggregate(ctx.summary, reps=ctx.reps, seed=ctx.seed)
+    if not agg:
+        return
+    doc.h(2, "All tasks together")
+    doc.p(f"IQM of % of teacher over the seed × task runs ({agg[0]['tasks']} tasks; per method the seeds "
+          "that every task ran, so that every task weighs the same), with 95% stratified-bootstrap "
+          "intervals (seeds resampled within each task).")
+    ctx.image("aggregate.png", aggregate_plot(agg), "% of teacher against size, all tasks")
+    doc.table(["method", "size", "parameters (mean)", "seeds", "IQM [95% CI]", "mean"],
+              [[r["method"], str(r["size"]), f"{r['parameters']:.0f}",
+                ", ".join(map(str, r["seeds"])),
+                f"{r['iqm']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}]", f"{r['mean']:.1f}"]
+               for r in agg])
+    if left := left_out_of_aggregate(ctx.summary):
+        doc.p("Not in this table: " + "; ".join(left) + ".")
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text)
+
+
+@register_analysis("teachers")
+def teachers_section(ctx: ReportContext, doc: Document) -> None:
+    """Per teacher: its return, every group's figures, the Pareto plot, and the chosen controllers explained."""
+    for teacher, groups in ctx.summary.items():
+        first = groups[0].records[0]
+        t = first["teacher"]
+        doc.h(2, f"{teacher}: {t['algo'].upper()} on {first['task']}")
+        t_ret = [g.mean("teacher", "return_mean") for g in groups]
+        t_mean = float(np.mean([v for v in t_ret if v is not None]))
+        variant = ", ".join(f"{k}={v}" for k, v in (t.get("variant") or {}).items())
+        doc.bullets([f"Teacher: `{t['source']}` ({t['algo'].upper()})",
+                     f"Environment: `{first['task']}` ({variant})",
+                     f"Teacher return on the evaluation episodes: {_f(t_mean, '.1f')} (mean over seeds; "
+                     f"± {_f(groups[0].mean('teacher', 'return_std'), '.1f')} over episodes)"])
+        ctx.image(f"pareto-{_slug(teacher)}.png", pareto_plot(teacher, groups),
+                  f"{teacher}: % of teacher against parameters per method")
+        rows = []
+        for g in groups:
+            rows.append([
+                g.method, str(g.size), _f(_first(g.mean("size", "leaves"), g.mean("size", "experts")), ".0f"),
+                _f(g.mean("size", "depth"), ".0f"),
+                _f(g.mean("size", "nonzero_terms"), ".0f"), _f(g.mean("size", "parameters"), ".0f"),
+                _f(g.mean("size", "export_bytes", "c"), ".0f"),
+                _f(g.mean("student", "return_mean"), ".0f"), _est(g.estimate),
+                "[" + ", ".join(f"{p:.0f}" for p in g.percents) + "]", _f(g.worst_percent, ".0f"),
+                f"{_f(g.below_half, '.1f')} ({len(g._failure_flags())})",
+                _f(g.mean("usage", "idle"), ".1f"),
+                _f(_pct(g.mean("details", "fit_facts", "router_agreement")), ".0f"),
+                f"{_f(g.mean('fidelity', 'teacher_states', 'r2'), '.2f')} / "
+                f"{_f(g.mean('fidelity', 'student_states', 'r2'), '.2f')}",
+                f"{_t(g.mean('latency', 'student_single_s'))} / "
+                f"{_t(g.mean('latency', 'student_c_native_s'))}",
+                _t(g.mean("latency", "teacher_single_s")),
+                f"{_t(g.mean('latency', 'student_batch_s_per_obs'))} / "
+                f"{_t(g.mean('latency', 'teacher_batch_s_per_obs'))}",
+                _f(g.mean("distill_seconds"), ".0f"),
+                _f(g.mean("attribution_agreement", "mean_spearman"), ".2f"),
+            ])
+        doc.table(["method", "size", "leaves / experts", "depth", "non-zero terms", "parameters", "C bytes",
+                   "return", "% of teacher IQM [95% CI]", "per seed", "worst episode %",
+                   "% of episodes below half the teacher (episodes)",
+                   "pieces acting on < 2% of states", "router-tree agreement %", "fidelity R² teacher / own states",
+                   "latency Python / C", "teacher latency", "batch latency / teacher", "distil s",
+                   "Shapley rank agreement with the teacher (Spearman)"], rows)
+        for method, g in chosen(groups).items():
+            if any(method in {r["method"] for r in rs} for rs in ctx.compared.values()):
+                continue  # described in its own suite's report
+            rec = g.median_record()
+            doc.h(3, f"Chosen {method} controller: size {g.size}, seed {rec['cell']['seed']} "
+                     f"({_num(rec['percent_of_teacher']):.1f}% of teacher)")
+            doc.p(f"Files: `{rec['controller']}/controller.json` and `rules.txt`; "
+                  f"`interp-rl export {rec['controller']} --out DIR` writes it as Python and C, "
+                  f"`interp-rl viz {rec['controller']}` draws all of it.")
+            if table := attribution_table(rec):
+                doc.p("**Which features drive each action, teacher against controller** (mean |Shapley value| on "
+                      f"{rec['attribution_agreement']['states']} teacher-visited states; "
+                      f"{rec['attribution_agreement']['estimator']} estimate for both, "
+                      f"{rec['attribution_agreement']['budget']} coalitions per state against "
+                      f"{rec['attribution_agreement']['background']} background states)")
+                doc.table(*table)
+            for i, part in enumerate(explanations(ctx.results, g)):
+                if part.kind == "svg":
+                    ctx.image(f"{_slug(teacher)}-{_slug(method)}-{_slug(str(g.size))}-{i}.svg",
+                              part.content.encode("utf-8"), part.title)
+                else:
+                    doc.p(f"**{part.title}**")
+                    doc.pre(part.content)

@@ -13,29 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from benchmarks.analyses import (
-    _est,
-    _f,
-    _t,
-    _verdict,
-    against_equal_trees,
-    against_trees,
-    at_a_glance,
-    attribution_table,
-    explanations,
-    held_out_choices,
-    load_tried,
-    own_cells,
-    repair_pairs,
-    sparsest_within,
-    where_short,
-)
+from benchmarks.analyses import ANALYSES, ReportContext, analyses_of
 from benchmarks.harness import load_records
-from benchmarks.plots import aggregate_plot, pareto_plot
-from benchmarks.records import TARGET, _first, _num, _pct, aggregate, chosen, left_out_of_aggregate, summarise
-from benchmarks.suite import TARGET_KEYS
+from benchmarks.records import aggregate, summarise
 from interp_rl.document import Document
 from interp_rl.errors import InterpRLError
 from interp_rl.io import atomic_write_bytes, atomic_write_text
@@ -43,9 +23,6 @@ from interp_rl.io import atomic_write_bytes, atomic_write_text
 __all__ = ["FIGURES", "write_report"]
 
 FIGURES = "figures"
-
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text)
 
 def _compared_records(res: Path, suite: dict[str, Any], own: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """The records of the suite's ``compare`` folders (beside ``res``) for its teachers, of methods it does not run;
@@ -120,184 +97,10 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
           "`act` and the exported C `act` timed in a C loop for the controller) and per observation in a "
           "batch.")
 
-    doc.h(2, "Summary")
-    rows = []
-    for teacher, groups in summary.items():
-        for method, g in chosen(groups).items():
-            hit = g.estimate["iqm"] >= TARGET
-            rows.append([teacher, f"{_f(g.mean('teacher', 'return_mean'), '.0f')}", method,
-                         f"{g.size}" + ("" if hit else " (best; none reaches 90%)"),
-                         _f(g.mean("size", "parameters"), ".0f"), _est(g.estimate),
-                         _f(g.mean("fidelity", "student_states", "r2"), ".2f"),
-                         f"{_f(g.mean('latency', 'speedup_single'), '.0f')}× / "
-                         f"{_f(g.mean('latency', 'speedup_c_native'), '.0f')}×"])
-    doc.p("Per teacher and method, the smallest size whose IQM reaches 90% of the teacher "
-          "(else the best size).")
-    doc.table(["teacher", "teacher return", "method", "size", "parameters", "% of teacher IQM [95% CI]",
-               "fidelity R² (own states)", "speed-up Python / C"], rows)
-
-    targets = suite.get("targets") or {}
-    if targets:
-        doc.h(2, "Targets")
-        doc.p("The suite's targets: " + "; ".join(TARGET_KEYS[k].format(v) for k, v in targets.items())
-              + ". Every group (teacher, method, size; its seeds together: the mean of the seeds' means, the "
-              "worst episode of all, the share of all failure-rate episodes) against them; a miss says by how much. "
-              "Next to them, the teacher against its own mean on its evaluation episodes: where the teacher "
-              "itself has a low worst episode or episodes below half (Reacher: the target's distance sets the "
-              "cost), those two targets measure the task more than the controller.")
-        if compared:
-            held_out = {t["name"] for t in suite.get("teachers") or [] if t.get("held_out")}
-            doc.h(3, "This suite's own cells")
-            doc.p(f"The methods this suite runs ({', '.join(sorted({r['method'] for r in own}))}), seed by seed and "
-                  "then the seeds together (bold); episodes below half counted over the failure-rate episodes. "
-                  + ("Held out: agents these methods were not chosen on (" + ", ".join(sorted(held_out)) + ")."
-                     if held_out else ""))
-            doc.table(["teacher", "method", "size", "seed", "parameters", "% of teacher", "worst episode %",
-                       "episodes below half", "targets met, or the misses"],
-                      own_cells(summary, {r["method"] for r in own}, targets, held_out))
-            doc.h(3, "Every method against the targets")
-        rows = []
-        for teacher, groups in summary.items():
-            for g in groups:
-                t_worst, t_below = g.teacher_reference
-                rows.append([teacher, g.method, str(g.size), _f(g.mean("size", "parameters"), ".0f"),
-                             _f(float(np.mean(g.percents)) if g.percents else None, ".1f"),
-                             _f(g.worst_percent, ".1f"), _f(g.below_half, ".1f"),
-                             f"{_f(t_worst, '.1f')} / {_f(t_below, '.1f')}", _verdict(g, targets)])
-        doc.table(["teacher", "method", "size", "parameters", "mean % of teacher", "worst episode %",
-                   "% of episodes below half", "the teacher itself: worst % / % below half",
-                   "targets met, or the misses"], rows)
-
-        doc.h(3, "At a glance")
-        doc.p("Per teacher and method: mean % of teacher / worst episode % / % of episodes below half, the "
-              "seeds together as above; in bold where every target is met.")
-        doc.table(*at_a_glance(summary, targets))
-
-        tried = load_tried(res)
-        doc.h(3, "Where short")
-        doc.p("Per teacher, the controller closest to the targets (most targets met, then the highest mean), "
-              "what it misses, and what was tried: the suite's methods on that teacher and, from "
-              "`tried.toml` in the results folder, the experiments outside the suite with their commands.")
-        doc.bullets(where_short(summary, targets, tried))
-        if everywhere := [t for t in tried if t["teacher"] == "*"]:
-            doc.p("Tried on every teacher:")
-            doc.bullets([f"{t['what']}: {t['result']} (`{t['command']}`)." for t in everywhere])
-        if lines := against_trees(summary, targets.get("parameters")):
-            doc.h(3, "Mixtures against trees")
-            doc.p("Per teacher, the best mixture against the best tree within the same parameter budget"
-                  + (f" (≤ {targets['parameters']:g})" if "parameters" in targets else "")
-                  + ", by the mean % of teacher over seeds.")
-            doc.bullets(lines)
-
-    if rows := repair_pairs(summary):
-        doc.h(2, "Repair from diagnosis: before and after")
-        doc.p("Per teacher, each method next to the same method with repair from diagnosis (`-repair`: targeted "
-              "DAgger from the run-up to each failure, `interp-rl distill ... --repair-rounds`), on the seeds both "
-              "ran, so each pair is one distillation before and after its repair: mean % of teacher, worst "
-              "episode %, and failure-rate episodes below half the teacher's mean (before → after). Found: per "
-              "seed, the failures in each repair round's fresh episodes (the points of no return it learns "
-              "from), and the round the held-out episodes kept.")
-        doc.table(["teacher", "method → repaired", "seeds", "mean % of teacher", "worst episode %",
-                   "episodes below half", "found"], rows)
-
-    if rows := held_out_choices(summary):
-        doc.h(2, "What the held-out episodes chose")
-        doc.p("Per cell, the choices made on held-out episodes (never the evaluation's): each DART level's best "
-              "held-out score (the mean of the mean return and of the worst quarter's; the kept level bold), the "
-              "kept restart (fit) of that level, and the % of teacher the evaluation then gave (after fine-tuning, "
-              "where the method fine-tunes).")
-        doc.table(["teacher", "method", "seed", "DART level: held-out score (worst return)", "kept restart",
-                   "% of teacher"], rows)
-
-    if lines := sparsest_within(summary):
-        doc.h(2, "Sparsity: the sparsest within 5% of the best")
-        doc.p("Per teacher and method run at several sizes: the size with the best mean % of teacher (seeds "
-              "together) and the sparsest size whose mean is within 5% of it.")
-        doc.bullets(lines)
-    if lines := against_equal_trees(summary):
-        doc.h(2, "Equations against trees of equal size")
-        doc.p("Per teacher, the best sparse-equation controller against the best tree with at most its parameters.")
-        doc.bullets(lines)
-
-    agg = aggregate(summary, reps=reps, seed=seed)
-    if agg:
-        doc.h(2, "All tasks together")
-        doc.p(f"IQM of % of teacher over the seed × task runs ({agg[0]['tasks']} tasks; per method the seeds "
-              "that every task ran, so that every task weighs the same), with 95% stratified-bootstrap "
-              "intervals (seeds resampled within each task).")
-        image("aggregate.png", aggregate_plot(agg), "% of teacher against size, all tasks")
-        doc.table(["method", "size", "parameters (mean)", "seeds", "IQM [95% CI]", "mean"],
-                  [[r["method"], str(r["size"]), f"{r['parameters']:.0f}",
-                    ", ".join(map(str, r["seeds"])),
-                    f"{r['iqm']:.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}]", f"{r['mean']:.1f}"]
-                   for r in agg])
-        if left := left_out_of_aggregate(summary):
-            doc.p("Not in this table: " + "; ".join(left) + ".")
-
-    for teacher, groups in summary.items():
-        first = groups[0].records[0]
-        t = first["teacher"]
-        doc.h(2, f"{teacher}: {t['algo'].upper()} on {first['task']}")
-        t_ret = [g.mean("teacher", "return_mean") for g in groups]
-        t_mean = float(np.mean([v for v in t_ret if v is not None]))
-        variant = ", ".join(f"{k}={v}" for k, v in (t.get("variant") or {}).items())
-        doc.bullets([f"Teacher: `{t['source']}` ({t['algo'].upper()})",
-                     f"Environment: `{first['task']}` ({variant})",
-                     f"Teacher return on the evaluation episodes: {_f(t_mean, '.1f')} (mean over seeds; "
-                     f"± {_f(groups[0].mean('teacher', 'return_std'), '.1f')} over episodes)"])
-        image(f"pareto-{_slug(teacher)}.png", pareto_plot(teacher, groups),
-              f"{teacher}: % of teacher against parameters per method")
-        rows = []
-        for g in groups:
-            rows.append([
-                g.method, str(g.size), _f(_first(g.mean("size", "leaves"), g.mean("size", "experts")), ".0f"),
-                _f(g.mean("size", "depth"), ".0f"),
-                _f(g.mean("size", "nonzero_terms"), ".0f"), _f(g.mean("size", "parameters"), ".0f"),
-                _f(g.mean("size", "export_bytes", "c"), ".0f"),
-                _f(g.mean("student", "return_mean"), ".0f"), _est(g.estimate),
-                "[" + ", ".join(f"{p:.0f}" for p in g.percents) + "]", _f(g.worst_percent, ".0f"),
-                f"{_f(g.below_half, '.1f')} ({len(g._failure_flags())})",
-                _f(g.mean("usage", "idle"), ".1f"),
-                _f(_pct(g.mean("details", "fit_facts", "router_agreement")), ".0f"),
-                f"{_f(g.mean('fidelity', 'teacher_states', 'r2'), '.2f')} / "
-                f"{_f(g.mean('fidelity', 'student_states', 'r2'), '.2f')}",
-                f"{_t(g.mean('latency', 'student_single_s'))} / "
-                f"{_t(g.mean('latency', 'student_c_native_s'))}",
-                _t(g.mean("latency", "teacher_single_s")),
-                f"{_t(g.mean('latency', 'student_batch_s_per_obs'))} / "
-                f"{_t(g.mean('latency', 'teacher_batch_s_per_obs'))}",
-                _f(g.mean("distill_seconds"), ".0f"),
-                _f(g.mean("attribution_agreement", "mean_spearman"), ".2f"),
-            ])
-        doc.table(["method", "size", "leaves / experts", "depth", "non-zero terms", "parameters", "C bytes",
-                   "return", "% of teacher IQM [95% CI]", "per seed", "worst episode %",
-                   "% of episodes below half the teacher (episodes)",
-                   "pieces acting on < 2% of states", "router-tree agreement %", "fidelity R² teacher / own states",
-                   "latency Python / C", "teacher latency", "batch latency / teacher", "distil s",
-                   "Shapley rank agreement with the teacher (Spearman)"], rows)
-        for method, g in chosen(groups).items():
-            if any(method in {r["method"] for r in rs} for rs in compared.values()):
-                continue  # described in its own suite's report
-            rec = g.median_record()
-            doc.h(3, f"Chosen {method} controller: size {g.size}, seed {rec['cell']['seed']} "
-                     f"({_num(rec['percent_of_teacher']):.1f}% of teacher)")
-            doc.p(f"Files: `{rec['controller']}/controller.json` and `rules.txt`; "
-                  f"`interp-rl export {rec['controller']} --out DIR` writes it as Python and C, "
-                  f"`interp-rl viz {rec['controller']}` draws all of it.")
-            if table := attribution_table(rec):
-                doc.p("**Which features drive each action, teacher against controller** (mean |Shapley value| on "
-                      f"{rec['attribution_agreement']['states']} teacher-visited states; "
-                      f"{rec['attribution_agreement']['estimator']} estimate for both, "
-                      f"{rec['attribution_agreement']['budget']} coalitions per state against "
-                      f"{rec['attribution_agreement']['background']} background states)")
-                doc.table(*table)
-            for i, part in enumerate(explanations(res, g)):
-                if part.kind == "svg":
-                    image(f"{_slug(teacher)}-{_slug(method)}-{_slug(str(g.size))}-{i}.svg",
-                          part.content.encode("utf-8"), part.title)
-                else:
-                    doc.p(f"**{part.title}**")
-                    doc.pre(part.content)
+    ctx = ReportContext(results=res, suite=suite, own=own, compared=compared, summary=summary, reps=reps, seed=seed,
+                        image=image)
+    for analysis in analyses_of(suite):
+        ANALYSES[analysis](ctx, doc)
 
     doc.h(2, "Provenance")
     vers = records[0].get("versions", {})
@@ -317,5 +120,5 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
         {"suite": name, "groups": [{"teacher": g.teacher, "task": g.task, "method": g.method, "size": g.size,
                                     "seeds": g.seeds, "percent_of_teacher": g.percents, **g.estimate}
                                    for gs in summary.values() for g in gs],
-         "aggregate": agg}, indent=1) + "\n")
+         "aggregate": aggregate(summary, reps=reps, seed=seed)}, indent=1) + "\n")
     return paths

@@ -121,6 +121,9 @@ class Suite:
     compare: tuple[str, ...] = ()
     """Results folders beside this suite's (their suite names) whose records of the same teachers the report
     shows next to this suite's, without running them again."""
+    report: dict[str, Any] = field(default_factory=dict)
+    """``analyses``: the report's sections by name, in order (:data:`benchmarks.analyses.ANALYSES`; default:
+    every one)."""
 
     def teacher(self, name: str) -> TeacherSpec:
         return next(t for t in self.teachers if t.name == name)
@@ -237,7 +240,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
     where = f"Suite {str(path)!r}"
     known = {"name", "description", "seeds", "episodes", "fidelity_steps", "latency_batch", "rate_episodes",
              "attribution_states",
-             "teachers", "methods", "targets", "compare"}
+             "teachers", "methods", "targets", "compare", "report"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise SuiteError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}.")
@@ -313,8 +316,15 @@ def load_suite(name_or_path: str | Path) -> Suite:
     if not isinstance(compare, list) or not all(isinstance(c, str) and _NAME.match(c) for c in compare):
         raise SuiteError(f"{where}: 'compare' must be a list of results folder names beside this suite's "
                          f"(such as [\"smose\"]). Got {compare!r} instead.")
+    report = data.get("report", {})
+    from benchmarks.analyses import ANALYSES  # the registry: known once every module has loaded
+
+    if not isinstance(report, dict) or set(report) - {"analyses"} or not isinstance(report.get("analyses", []), list) \
+            or not all(a in ANALYSES for a in report.get("analyses", [])):
+        raise SuiteError(f"{where}: [report] takes 'analyses', a list of some of {', '.join(ANALYSES)}. "
+                         f"Got {report!r} instead.")
     return Suite(name=name, description=str(data.get("description", "")), seeds=seeds, episodes=episodes,
-                 compare=tuple(compare),
+                 compare=tuple(compare), report={"analyses": list(report["analyses"])} if "analyses" in report else {},
                  targets={k: float(v) for k, v in targets.items()},
                  fidelity_steps=_int(data, "fidelity_steps", JOB_DEFAULTS["fidelity_steps"], 1, where),
                  latency_batch=_int(data, "latency_batch", 256, 1, where),

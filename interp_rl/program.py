@@ -247,6 +247,17 @@ class ProgramBase:
     """What reports call the program's text (a tree's is ``Rules``)."""
     compared_with: ClassVar[str] = ""
     """Another kind that reports set this one against at equal size ("": none); a mixture's is ``tree``."""
+    equal_size_with: ClassVar[str] = ""
+    """Another kind that reports set this one against at no more than its own parameters ("": none)."""
+    title: ClassVar[str] = ""
+    """What reports call controllers of this kind, plural (``Mixtures``; "": the kind's name)."""
+    piece_names: ClassVar[tuple[str, str]] = ("piece", "pieces")
+    """What reports call one and several of its pieces (:meth:`affine_pieces`): a mixture's experts."""
+
+    @classmethod
+    def drops_pieces(cls) -> bool:
+        """Whether the kind can act without some of its pieces (it implements :meth:`without_pieces`)."""
+        return cls.without_pieces is not ProgramBase.without_pieces
     action_low: np.ndarray
     action_high: np.ndarray
 

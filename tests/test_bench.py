@@ -781,6 +781,38 @@ def test_report_is_reproducible(report: Path, tmp_path: Path) -> None:
     assert (tmp_path / "again" / "report.md").read_text() == (report / "report.md").read_text()
 
 
+def test_a_suite_chooses_its_reports_sections_and_a_new_analysis_is_one_registration(report: Path,
+                                                                                     tmp_path: Path) -> None:
+    """A study is a suite plus an analysis: registered by name, listed in the suite's [report] analyses."""
+    import shutil
+
+    from benchmarks.analyses import ANALYSES, register_analysis
+
+    copy = tmp_path / "res"
+    shutil.copytree(report, copy)
+
+    @register_analysis("toy-count")
+    def toy(ctx, doc) -> None:
+        doc.h(2, "Records per teacher")
+        doc.bullets([f"{t}: {sum(len(g.records) for g in gs)}" for t, gs in ctx.summary.items()])
+
+    try:
+        suite = json.loads((copy / "suite.json").read_text())
+        (copy / "suite.json").write_text(json.dumps({**suite, "report": {"analyses": ["toy-count", "summary"]}}))
+        write_report(copy, seed=0)
+        md = (copy / "report.md").read_text()
+        heads = [line for line in md.splitlines() if line.startswith("## ")]
+        assert heads == ["## Records per teacher", "## Summary", "## Provenance"]
+        n = len(load_records(copy))
+        assert f"- IP-SAC: {n}" in md
+        (copy / "suite.json").write_text(json.dumps({**suite, "report": {"analyses": ["summary", "nope"]}}))
+        res = runner.invoke(app, ["report", str(copy)])
+        assert res.exit_code == 1 and res.output.strip() == (
+            f"Error: Suite {suite['name']!r} lists unknown report analyses 'nope'; known: " + ", ".join(ANALYSES) + ".")
+    finally:
+        ANALYSES.pop("toy-count")
+
+
 def test_report_of_an_empty_or_corrupt_folder_is_a_one_line_error(tmp_path: Path) -> None:
     res = runner.invoke(app, ["report", str(tmp_path)])
     assert res.exit_code == 1 and "holds no benchmark records" in res.output

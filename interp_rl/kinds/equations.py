@@ -159,6 +159,8 @@ class EquationsProgram(ProgramBase):
     obs_dim_: int | None = None
 
     kind = "equations"
+    title = "Equations"
+    equal_size_with = "tree"  # a sparsity study: equations against trees of no more parameters
 
     def __post_init__(self) -> None:
         self.intercept = np.asarray(self.intercept, dtype=np.float64)

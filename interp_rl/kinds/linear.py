@@ -63,6 +63,7 @@ class LinearProgram(ProgramBase):
     action_high: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     kind = "linear"
+    title = "Linear policies"
 
     def __post_init__(self) -> None:
         self.intercept = np.asarray(self.intercept, dtype=np.float64)

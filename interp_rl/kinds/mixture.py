@@ -118,6 +118,8 @@ class MixtureProgram(ProgramBase):
     squash: str = "clip"
 
     kind = "mixture"
+    title = "Mixtures"
+    piece_names = ("expert", "experts")
     compared_with = "tree"  # SMOSE's claim: a mixture reads as easily as a tree of its size, and does better
 
     def __post_init__(self) -> None:

@@ -92,6 +92,8 @@ class TreeProgram(ProgramBase):
     action_high: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     kind = "tree"
+    title = "Trees"
+    piece_names = ("leaf", "leaves")
     rules_title = "Rules"
 
     def __post_init__(self) -> None:
