@@ -274,7 +274,8 @@ class Method:
         rules = export_text(controller).splitlines()
         if len(rules) > 80:
             rules = [*rules[:80], f"… {len(rules) - 80} more lines (interp-rl viz FOLDER --text prints all)"]
-        parts.append(Explanation(getattr(controller.program, "rules_title", "Rules"), "text", "\n".join(rules)))
+        title = getattr(controller.program, "rules_title", "") or f"The {controller.kind} controller"
+        parts.append(Explanation(title, "text", "\n".join(rules)))
         if len(states):
             parts.append(Explanation("Why it acts as it does in one visited state", "text",
                                      decision_path_text(controller, states[len(states) // 2])))

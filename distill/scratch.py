@@ -79,7 +79,7 @@ class ScratchTrainer(BaseEstimator):
         from interp_rl.program import load_controller
 
         self._validate_params()
-        if getattr(student, "program_kind", None) != "mixture":
+        if getattr(student, "n_experts", None) is None:  # what SB3 trains here: a mixture actor of n experts
             raise InterpRLError(f"RL from scratch trains mixtures of linear experts; this method's student is a "
                                 f"{getattr(student, 'program_kind', type(student).__name__)} (use the moe method).")
         if student.router != "linear":

@@ -243,8 +243,8 @@ class ProgramBase:
     """
 
     kind: ClassVar[str] = ""
-    rules_title: ClassVar[str] = "Equations"
-    """What reports call the program's text (a tree's is ``Rules``)."""
+    rules_title: ClassVar[str] = ""
+    """What reports call the program's text (a tree's is ``Rules``; "": ``The KIND controller``)."""
     compared_with: ClassVar[str] = ""
     """Another kind that reports set this one against at equal size ("": none); a mixture's is ``tree``."""
     equal_size_with: ClassVar[str] = ""

@@ -160,6 +160,7 @@ class EquationsProgram(ProgramBase):
 
     kind = "equations"
     title = "Equations"
+    rules_title = "Equations"
     equal_size_with = "tree"  # a sparsity study: equations against trees of no more parameters
 
     def __post_init__(self) -> None:

@@ -64,6 +64,7 @@ class LinearProgram(ProgramBase):
 
     kind = "linear"
     title = "Linear policies"
+    rules_title = "Equations"
 
     def __post_init__(self) -> None:
         self.intercept = np.asarray(self.intercept, dtype=np.float64)

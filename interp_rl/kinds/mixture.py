@@ -119,6 +119,7 @@ class MixtureProgram(ProgramBase):
 
     kind = "mixture"
     title = "Mixtures"
+    rules_title = "Equations"
     piece_names = ("expert", "experts")
     compared_with = "tree"  # SMOSE's claim: a mixture reads as easily as a tree of its size, and does better
 
