@@ -185,7 +185,7 @@ def test_toy_kind_and_method_run_everywhere(toy: Method, teachers: Any, shared_t
     suite.write_text('name = "toy"\nseeds = [0]\nepisodes = 2\nfidelity_steps = 100\nlatency_batch = 16\n'
                      '[[teachers]]\nname = "Swimmer-SAC"\npath = "sac/Swimmer-v3_1/Swimmer-v3.zip"\n'
                      '[methods.switch]\nsizes = [1]\nsettings = { iterations = 0, steps = 2000, '
-                     'select_episodes = 1 }\n')
+                     'select_episodes = 1 }\n[targets]\npercent = 1\nparameters = 10\n')
     results = tmp_path / "results"
     res = runner.invoke(app, ["bench", "--suite", str(suite), "--out", str(results), "--workers", "1",
                               "--executor", "inline", "--teachers", str(shared_teachers)])
@@ -197,3 +197,5 @@ def test_toy_kind_and_method_run_everywhere(toy: Method, teachers: Any, shared_t
     assert res.exit_code == 0, res.output
     report = (results / "report.md").read_text()
     assert "| switch | 1 |" in report and "Chosen switch controller" in report
+    # the kind-specific parts come from the kind: its text's title, its verdicts against the suite's targets
+    assert "**The switch controller**" in report and "5 parameters" in report and "## Targets" in report
