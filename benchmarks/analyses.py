@@ -139,9 +139,8 @@ def idle_check(g: Group, limit: float, percent: float | None = None) -> tuple[bo
         if idle <= limit:
             verdicts.append((True, 0, many))
         elif fewer is None:
-            why = ("an older record: python -m benchmarks.refresh_usage" if "without_idle" not in usage else
-                   "a routing tree names one expert per leaf")
-            verdicts.append((False, 2, f"{many} (limit {limit:g}); not run without them ({why})"))
+            verdicts.append((False, 2, f"{many} (limit {limit:g}); not run without them (a routing tree names one "
+                                       f"{one} per leaf)"))
         elif ((pct := _num(fewer["percent_of_teacher"])) >= own - FEWER_SUFFICE_POINTS
               or (percent is not None and pct >= percent)):
             verdicts.append((True, 1, f"{many}, and {fewer['experts']} suffice: {pct:.1f}% without them "

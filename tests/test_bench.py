@@ -409,27 +409,6 @@ def test_fewer_experts_are_run_without_the_idle_ones(tiny_teacher: Path) -> None
     assert without_idle(routed, usage, teacher.env_fn, t_returns, 5) is None
 
 
-def test_refresh_usage_measures_old_records_as_the_harness_does(bench_run: tuple[Path, Path],
-                                                                 tmp_path: Path) -> None:
-    from benchmarks.refresh_usage import refresh_usage
-
-    _, results = bench_run
-    copy = tmp_path / "results"
-    shutil.copytree(results, copy)
-    old = copy / "records" / "IP-SAC__tree-4__seed1.json"
-    rec = json.loads(old.read_text())
-    measured = rec["usage"]
-    rec["usage"] = {"states": 32, "shares": measured["shares"], "idle": measured["idle"]}  # as records were
-    old.write_text(json.dumps(rec))
-    assert refresh_usage(copy, log=lambda _: None) == ["IP-SAC__tree-4__seed1"]
-    assert json.loads(old.read_text())["usage"] == measured
-    assert refresh_usage(copy, log=lambda _: None) == []  # measured already
-    shutil.rmtree(copy / "cells" / "IP-SAC__tree-2__seed0")
-    said: list[str] = []
-    assert len(refresh_usage(copy, every=True, log=said.append)) == len(list((copy / "records").iterdir())) - 1
-    assert said[0].startswith("IP-SAC__tree-2__seed0: skipped, no controller")
-
-
 def test_rerun_skips_finished_cells(bench_run: tuple[Path, Path]) -> None:
     suite, results = bench_run
     before = {p.name: p.stat().st_mtime_ns for p in (results / "records").iterdir()}
