@@ -76,3 +76,12 @@ def test_the_benchmark_pages_are_the_committed_reports(site: Path) -> None:
         assert title in html
         for fig in (ROOT / "benchmarks" / "results" / suite / "figures").glob("*.png"):
             assert (site / "results" / suite / "figures" / fig.name).read_bytes() == fig.read_bytes()
+
+
+def test_the_readme_is_a_front_door_and_its_figures_come_from_the_records() -> None:
+    from benchmarks.headline import BEGIN, END, headline_table
+
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 150
+    block = readme.split(BEGIN + "\n", 1)[1].split("\n" + END, 1)[0]
+    assert block == headline_table()  # python -m benchmarks.headline rewrites it when the records change
