@@ -128,10 +128,14 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
         noises: dict[int, float] = {}  # DART level index -> noise, when the recipe runs several (side by side)
         rounds: dict[int, int] = {}  # DART level index -> DAgger rounds done
 
+        said: list[bool] = []
+
         def show(description: str, **kw: Any) -> None:
+            if not said:  # what runs, and where to: the log's first line, with the first step (a run refused
+                said.append(True)  # while its settings are checked prints only its error)
+                bar.update(job, description=bar.description(job))
             bar.update(job, description=description, **kw)
 
-        show(bar.description(job))  # what runs, where to: the log's first line
 
         def dart(row: dict[str, Any]) -> str:
             return f" (DART {noises[row['level']]:g})" if row.get("level") in noises else ""
