@@ -679,32 +679,40 @@ def against_trees_section(ctx: ReportContext, doc: Document) -> None:
             doc.bullets(lines)
 
 
+def _table_section(doc: Document, title: str, text: str, header: list[str], rows: list[list[str]]) -> None:
+    """A section of one table, when there are rows."""
+    if rows:
+        doc.h(2, title)
+        doc.p(text)
+        doc.table(header, rows)
+
+
 @register_analysis("repair")
 def repair_section(ctx: ReportContext, doc: Document) -> None:
     """Each method next to the same method repaired from diagnosis, seed by seed."""
-    if rows := repair_pairs(ctx.summary):
-        doc.h(2, "Repair from diagnosis: before and after")
-        doc.p("Per teacher, each method next to the same method with repair from diagnosis (`-repair`: targeted "
-              "DAgger from the run-up to each failure, `interp-rl distill ... --repair-rounds`), on the seeds both "
-              "ran, so each pair is one distillation before and after its repair: mean % of teacher, worst "
-              "episode %, and failure-rate episodes below half the teacher's mean (before → after). Found: per "
-              "seed, the failures in each repair round's fresh episodes (the points of no return it learns "
-              "from), and the round the held-out episodes kept.")
-        doc.table(["teacher", "method → repaired", "seeds", "mean % of teacher", "worst episode %",
-                   "episodes below half", "found"], rows)
+    _table_section(
+        doc, "Repair from diagnosis: before and after",
+        "Per teacher, each method next to the same method with repair from diagnosis (`-repair`: targeted "
+        "DAgger from the run-up to each failure, `interp-rl distill ... --repair-rounds`), on the seeds both "
+        "ran, so each pair is one distillation before and after its repair: mean % of teacher, worst "
+        "episode %, and failure-rate episodes below half the teacher's mean (before → after). Found: per "
+        "seed, the failures in each repair round's fresh episodes (the points of no return it learns "
+        "from), and the round the held-out episodes kept.",
+        ["teacher", "method → repaired", "seeds", "mean % of teacher", "worst episode %", "episodes below half",
+         "found"], repair_pairs(ctx.summary))
 
 
 @register_analysis("held-out-choices")
 def held_out_section(ctx: ReportContext, doc: Document) -> None:
     """What the held-out episodes chose in each cell: the DART level, the restart."""
-    if rows := held_out_choices(ctx.summary):
-        doc.h(2, "What the held-out episodes chose")
-        doc.p("Per cell, the choices made on held-out episodes (never the evaluation's): each DART level's best "
-              "held-out score (the mean of the mean return and of the worst quarter's; the kept level bold), the "
-              "kept restart (fit) of that level, and the % of teacher the evaluation then gave (after fine-tuning, "
-              "where the method fine-tunes).")
-        doc.table(["teacher", "method", "seed", "DART level: held-out score (worst return)", "kept restart",
-                   "% of teacher"], rows)
+    _table_section(
+        doc, "What the held-out episodes chose",
+        "Per cell, the choices made on held-out episodes (never the evaluation's): each DART level's best "
+        "held-out score (the mean of the mean return and of the worst quarter's; the kept level bold), the "
+        "kept restart (fit) of that level, and the % of teacher the evaluation then gave (after fine-tuning, "
+        "where the method fine-tunes).",
+        ["teacher", "method", "seed", "DART level: held-out score (worst return)", "kept restart", "% of teacher"],
+        held_out_choices(ctx.summary))
 
 
 @register_analysis("sparsity")
