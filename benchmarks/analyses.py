@@ -4,6 +4,7 @@ and the chosen controllers' explanations. Each returns rows or lines; :mod:`benc
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -557,6 +558,11 @@ class ReportContext:
     def targets(self) -> dict[str, float]:
         return self.suite.get("targets") or {}
 
+    @functools.cached_property
+    def aggregate(self) -> list[dict[str, Any]]:
+        """The all-task aggregate (:func:`benchmarks.records.aggregate`), computed once per report."""
+        return aggregate(self.summary, reps=self.reps, seed=self.seed)
+
 
 #: A section of a report: writes into the document what it finds in the context (nothing when it finds nothing).
 Analysis = Callable[[ReportContext, Document], None]
@@ -743,7 +749,7 @@ def equal_size_section(ctx: ReportContext, doc: Document) -> None:
 @register_analysis("aggregate")
 def aggregate_section(ctx: ReportContext, doc: Document) -> None:
     """The IQM of % of teacher over every task's seeds, per method and size, with its interval and plot."""
-    agg = aggregate(ctx.summary, reps=ctx.reps, seed=ctx.seed)
+    agg = ctx.aggregate
     if not agg:
         return
     doc.h(2, "All tasks together")

@@ -15,7 +15,7 @@ from typing import Any
 
 from benchmarks.analyses import ANALYSES, ReportContext, analyses_of
 from benchmarks.harness import load_records
-from benchmarks.records import aggregate, summarise
+from benchmarks.records import summarise
 from interp_rl.document import Document
 from interp_rl.errors import InterpRLError
 from interp_rl.io import atomic_write_bytes, atomic_write_text
@@ -120,5 +120,5 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
         {"suite": name, "groups": [{"teacher": g.teacher, "task": g.task, "method": g.method, "size": g.size,
                                     "seeds": g.seeds, "percent_of_teacher": g.percents, **g.estimate}
                                    for gs in summary.values() for g in gs],
-         "aggregate": aggregate(summary, reps=reps, seed=seed)}, indent=1) + "\n")
+         "aggregate": ctx.aggregate}, indent=1) + "\n")
     return paths

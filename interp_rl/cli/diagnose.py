@@ -56,7 +56,6 @@ def diagnose(
     from interp_rl.diagnose import DIAGNOSE_SEED
     from interp_rl.diagnose import diagnose as run_diagnosis
     from interp_rl.diagnosis_report import write_diagnosis
-    from interp_rl.errors import InvalidParameterError
     from interp_rl.evidence import DATA_FILE, load_data
     from interp_rl.program import load_controller
 
@@ -64,10 +63,7 @@ def diagnose(
     for name, value in (("episodes", episodes), ("window", window), ("critical", critical), ("horizon", horizon),
                         ("neighbours", neighbours), ("repair_rounds", repair_rounds),
                         ("repair_episodes", repair_episodes)):
-        try:
-            check_int(value, name, "interp-rl diagnose")
-        except InvalidParameterError as exc:  # said as typed
-            raise exc.renamed("--" + name.replace("_", "-"), "interp-rl diagnose") from None
+        check_int(value, name, "interp-rl diagnose")  # before any loading; cli_errors names the option as typed
     ctrl = load_controller(controller)
     t = load_teacher(teacher, env=ctrl.task or None, legacy_model=legacy_model)
     note = ""

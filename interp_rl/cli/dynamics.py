@@ -95,10 +95,9 @@ def dynamics_fit(
         model, metrics = fit_dynamics(task, transitions, out_dir, library=library, threshold=threshold,
                                       n_models=models, reward=reward, horizons=hs, seed=seed,
                                       source=policy or "random")
-    except InvalidParameterError as exc:
-        flags = {"library": "--library", "threshold": "--threshold", "n_models": "--models", "reward": "--reward"}
-        if exc.name in flags:
-            raise exc.renamed(flags[exc.name], "interp-rl dynamics fit") from None
+    except InvalidParameterError as exc:  # the one option not named as the library's parameter (the others:
+        if exc.name == "n_models":  # cli_errors)
+            raise exc.renamed("--models", "interp-rl dynamics fit") from None
         raise
     evaluation = metrics["held_out_evaluation"]
     out.print(_nrmse_table(evaluation, f"{task.task}: prediction error on held-out episodes (RMSE / std; "
@@ -180,20 +179,15 @@ def dynamics_train(
         train_model_free,
     )
     from envs.dynamics import SB3Agents, dynamics_task
-    from interp_rl.errors import InvalidParameterError, bad_value
+    from interp_rl.errors import bad_value
 
     task = dynamics_task(env)
     agents = SB3Agents(algo, task.task)
     if not (math.isfinite(uncertainty_penalty) and uncertainty_penalty >= 0):
         raise bad_value("--uncertainty-penalty", "interp-rl dynamics train", "a finite number >= 0",
                         uncertainty_penalty, what="option")
-    try:  # the model's options, checked before any environment step
-        SINDyDynamics(library=library, threshold=threshold).fit(collect_transitions(task.env_fn, 20, seed=seed),
-                                                                task)
-    except InvalidParameterError as exc:
-        if exc.name in ("library", "threshold"):
-            raise exc.renamed(f"--{exc.name}", "interp-rl dynamics train") from None
-        raise
+    # the model's options, checked before any environment step (cli_errors names them as typed)
+    SINDyDynamics(library=library, threshold=threshold).fit(collect_transitions(task.env_fn, 20, seed=seed), task)
 
     def say(row: dict[str, Any]) -> None:
         what = "Dyna" if "iteration" in row else "model-free"
