@@ -837,3 +837,7 @@ def teachers_section(ctx: ReportContext, doc: Document) -> None:
                 else:
                     doc.p(f"**{part.title}**")
                     doc.pre(part.content)
+
+
+# The study suites' sections register themselves too (an import for its effect, after the registry exists).
+import benchmarks.study_analyses  # noqa: E402,F401

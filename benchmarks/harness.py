@@ -56,8 +56,9 @@ def teacher_command(spec: TeacherSpec, seed: int = 0) -> str:
     """The ``interp-rl train`` command that makes a suite's trained teacher."""
     assert spec.train is not None
     t = spec.train
+    more = "".join(f" --{k.replace('_', '-')} {t[k]}" for k in ("checkpoint_every", "eval_episodes", "keep") if k in t)
     return (f"interp-rl train --algo {t['algo']} --env {t['env']} --steps {t['steps']} "
-            f"--seed {t.get('seed', seed)} --out teachers/{spec.name}")
+            f"--seed {t.get('seed', seed)}{more} --out teachers/{spec.name}")
 
 
 def _teacher_location(spec: TeacherSpec, results: Path, teachers_dir: Path) -> Path:
@@ -209,7 +210,7 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     from benchmarks.latency import controller_latency, teacher_latency
     from benchmarks.suite import MethodSpec
     from distill.job import METRICS_FILE, run_job
-    from distill.methods import JOB_OPTIONS, METHODS
+    from distill.methods import JOB_OPTIONS, METHODS, SHAPING
     from envs import task_signals
     from interp_rl.attribution import teacher_agreement
     from interp_rl.compare import compare
@@ -228,9 +229,9 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     spec = TeacherSpec(**next(t for t in suite["teachers"] if t["name"] == c.teacher))
     mspec = MethodSpec(**next(m for m in suite["methods"] if m["label"] == c.method))
     method = METHODS[mspec.method]
-    settings = method.resolve({**mspec.settings, method.size: c.size, "seed": c.seed},
+    settings = method.resolve(mspec.cell_settings(c.size, c.seed),
                               owner=f"method {c.method!r} of suite {suite['name']!r}")
-    config = {k: v for k, v in settings.items() if k not in {j.name for j in JOB_OPTIONS}}
+    config = {k: v for k, v in settings.items() if k not in {j.name for j in JOB_OPTIONS} - SHAPING}
     settings["jobs"] = jobs
     teacher = _load_teacher(spec, res, Path(teachers_dir))
     features, actions = task_signals(teacher.task, teacher.variant)
@@ -273,7 +274,7 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
         "method": c.method,
         "distiller": mspec.method,
         "kind": controller.kind,
-        "size_name": method.size,
+        "size_name": mspec.vary or method.size,
         "teacher": {**provenance, "return_mean": ev["teacher_return"], "return_std": ev["teacher_return_std"],
                     "returns": ev["teacher_returns"]},
         "student": {"return_mean": ev["student_return"], "return_std": ev["student_return_std"],
@@ -309,7 +310,7 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
                                                    c.seed),
         "details": {k: made.get(k) for k in ("weighting", "best_round", "samples", "dagger_history", "tuning",
                                              "rl", "fit_facts", "start", "scratch", "sweep", "repair", "restarts",
-                                             "noise_levels")},
+                                             "noise_levels", "feature_subset")},
         "config": config,
         "controller": f"cells/{c.id}",
         "versions": versions(),

@@ -6,6 +6,7 @@ edit)::
     name = "quick"
     seeds = [0, 1]
     episodes = 10              # evaluation episodes per cell (teacher and student, same seeds)
+    settings = { iterations = 4 }   # every method that has the setting (a method's own settings win)
 
     [[teachers]]
     name = "Swimmer-SAC"
@@ -16,8 +17,12 @@ edit)::
     train = { algo = "sac", env = "InvertedPendulum-v5", steps = 10000 }   # trained once, by interp-rl train
 
     [methods.tree]             # the table name labels the method; `method` picks the distiller
-    sizes = [4, 16]
-    settings = { iterations = 4 }
+    sizes = [4, 16]            # the method's size (here max_leaves); `vary = "top_features"` varies that instead
+
+    [methods.tree-few]
+    method = "tree"
+    sizes = [16]
+    settings = { top_features = 3 }
 
 The suite expands into :class:`Cell` s, one per (teacher, method, size, seed).
 """
@@ -80,6 +85,14 @@ class MethodSpec:
     start: str | None = None
     """Label of the method whose cell (same teacher, size and seed) this one fine-tunes instead of distilling
     again: its distillation settings are the same, only what acts after the distillation differs."""
+    vary: str | None = None
+    """The setting ``sizes`` lists values of (such as ``top_features``); ``None``: the method's size."""
+
+    def cell_settings(self, size: Any, seed: int) -> dict[str, Any]:
+        """The settings of this method's cell of ``size`` and ``seed``, before the method fills in defaults."""
+        from distill.methods import METHODS
+
+        return {**self.settings, self.vary or METHODS[self.method].size: size, "seed": seed}
 
 
 @dataclass(frozen=True)
@@ -215,12 +228,34 @@ def _check_start(m: MethodSpec, methods: list[MethodSpec], where: str) -> None:
     if missing:
         raise SuiteError(f"{head}: that method has no size(s) {', '.join(map(str, missing))}.")
     method = METHODS[m.method]
-    mine = method.resolve({**m.settings, method.size: m.sizes[0], "seed": 0})
-    theirs = method.resolve({**base.settings, method.size: m.sizes[0], "seed": 0})
+    if m.vary != base.vary:
+        raise SuiteError(f"{head}: that method's sizes vary {base.vary or 'its size'}, this one's "
+                         f"{m.vary or 'its size'}; they must be the same.")
+    mine = method.resolve(m.cell_settings(m.sizes[0], 0))
+    theirs = method.resolve(base.cell_settings(m.sizes[0], 0))
     differ = [k for k in method.distill_settings() if mine[k] != theirs[k]]
     if differ:
         raise SuiteError(f"{head}: the distillation settings differ ({', '.join(differ)}); only what acts after "
                          "the distillation may.")
+
+
+def _shared_settings(shared: Any, methods: dict[str, Any], where: str) -> dict[str, Any]:
+    """The suite-wide ``[settings]``: each applies to every method that has it (a method's own ``settings``
+    win); one that no method of the suite has is an error."""
+    from distill.methods import METHODS
+
+    if not isinstance(shared, dict):
+        raise SuiteError(f"{where}: 'settings' must be a table of settings shared by the methods. "
+                         f"Got {shared!r} instead.")
+    known: set[str] = set()
+    for label, m in methods.items():
+        kind = m.get("method", label) if isinstance(m, dict) else label
+        if kind in METHODS:
+            known |= set(METHODS[kind].defaults())
+    unused = sorted(set(shared) - known)
+    if unused:
+        raise SuiteError(f"{where}: [settings] names {', '.join(unused)}, which no method of the suite has.")
+    return dict(shared)
 
 
 def load_suite(name_or_path: str | Path) -> Suite:
@@ -239,8 +274,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
     data = _read(path)
     where = f"Suite {str(path)!r}"
     known = {"name", "description", "seeds", "episodes", "fidelity_steps", "latency_batch", "rate_episodes",
-             "attribution_states",
-             "teachers", "methods", "targets", "compare", "report"}
+             "attribution_states", "settings", "teachers", "methods", "targets", "compare", "report"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise SuiteError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}.")
@@ -275,13 +309,14 @@ def load_suite(name_or_path: str | Path) -> Suite:
     raw_methods = data.get("methods") or {}
     if not isinstance(raw_methods, dict) or not raw_methods:
         raise SuiteError(f"{where}: no [methods.NAME] tables.")
+    shared = _shared_settings(data.get("settings", {}), raw_methods, where)
     for label, m in raw_methods.items():
         if not _NAME.match(label) or "__" in label:
             raise SuiteError(f"{where}: method label {label!r} must be letters, digits, '.', '_', '+' "
                              "or '-'.")
         if not isinstance(m, dict):
             raise SuiteError(f"{where}: [methods.{label}] must be a table.")
-        bad = sorted(set(m) - {"method", "sizes", "settings", "start"})
+        bad = sorted(set(m) - {"method", "sizes", "settings", "start", "vary"})
         if bad:
             raise SuiteError(f"{where}: [methods.{label}] has unknown key(s) {', '.join(bad)}.")
         kind = m.get("method", label)
@@ -295,15 +330,21 @@ def load_suite(name_or_path: str | Path) -> Suite:
         settings = m.get("settings", {})
         if not isinstance(settings, dict):
             raise SuiteError(f"{where}: [methods.{label}] 'settings' must be a table.")
-        for size in sizes:  # fail now, not an hour into the run
-            METHODS[kind].resolve({**settings, METHODS[kind].size: size, "seed": 0},
-                                  owner=f"[methods.{label}] in {where[:1].lower()}{where[1:]}")
+        own = METHODS[kind].defaults()
+        settings = {**{k: v for k, v in shared.items() if k in own}, **settings}
+        vary = m.get("vary")
+        if vary is not None and (vary not in own or vary == "seed" or vary in settings):
+            raise SuiteError(f"{where}: [methods.{label}] 'vary' must name a setting of method {kind!r} that "
+                             f"'settings' does not fix (such as 'top_features'). Got {vary!r} instead.")
         start = m.get("start")
         if start is not None and not isinstance(start, str):
             raise SuiteError(f"{where}: [methods.{label}] 'start' must be the label of another method. "
                              f"Got {start!r} instead.")
-        methods.append(MethodSpec(label=label, method=kind, sizes=tuple(sizes), settings=dict(settings),
-                                  start=start))
+        spec = MethodSpec(label=label, method=kind, sizes=tuple(sizes), settings=settings, start=start, vary=vary)
+        for size in sizes:  # fail now, not an hour into the run
+            METHODS[kind].resolve(spec.cell_settings(size, 0),
+                                  owner=f"[methods.{label}] in {where[:1].lower()}{where[1:]}")
+        methods.append(spec)
     for m in methods:
         if m.start is not None:
             _check_start(m, methods, where)

@@ -546,7 +546,8 @@ def run_job(
         if diff:
             raise InterpRLError(f"Cannot resume {str(out)!r} with different settings ({', '.join(diff)}).")
     begin = _start_student(method, estimator, teacher, start, features) if start is not None else None
-    subset = _top_features(estimator, teacher, resolved, begin is not None) if resolved["top_features"] else None
+    subset = (_feature_subset(estimator, teacher, resolved, begin is not None)
+              if resolved["top_features"] or resolved["random_features"] else None)
     out.mkdir(parents=True, exist_ok=True)
     config = {"method": method.name, "settings": resolved, "params": _jsonable(estimator.get_params(deep=True)),
               "task": teacher.task, "teacher": provenance or {}}
@@ -662,29 +663,41 @@ def _save_evidence(out: Path, data: tuple[np.ndarray, np.ndarray, np.ndarray | N
         shutil.copyfile(Path(start) / DATA_FILE, out / DATA_FILE)
 
 
-def _top_features(estimator: Distillation, teacher: Teacher, resolved: dict[str, Any], started: bool
-                  ) -> dict[str, Any]:
-    """Make the student read only the teacher's ``top_features`` most important features (Shapley ranking on states
-    the teacher visits): its DAgger student is wrapped in :class:`~distill.subset.FeatureSubset`."""
+def _feature_subset(estimator: Distillation, teacher: Teacher, resolved: dict[str, Any], started: bool
+                    ) -> dict[str, Any]:
+    """Make the student read only some of the teacher's features: its ``top_features`` most important ones
+    (Shapley ranking on states the teacher visits), or ``random_features`` drawn with the seed (the baseline).
+    The DAgger student is wrapped in :class:`~distill.subset.FeatureSubset`."""
     from distill.subset import FeatureSubset
     from distill.tree import TreePolicy
     from interp_rl.attribution import teacher_ranking
 
-    k = resolved["top_features"]
+    top, drawn = resolved["top_features"], resolved["random_features"]
+    flag = "--top-features" if top else "--random-features"
+    if top and drawn:
+        raise InterpRLError("--top-features and --random-features both choose the features the controller reads; "
+                            "give one.")
+    k = top or drawn
     if started or (estimator.scratch is not None and estimator.scratch.n_steps) or estimator.sweep:
         what = "--start" if started else ("--sweep" if estimator.sweep else "training from scratch")
-        raise InterpRLError(f"--top-features chooses the features DAgger's student reads; it cannot be combined with "
+        raise InterpRLError(f"{flag} chooses the features DAgger's student reads; it cannot be combined with "
                             f"{what}.")
     dagger = estimator.dagger or DAgger()
-    n_features = getattr(teacher, "obs_dim", None) or len(teacher.feature_names)
+    names = list(teacher.feature_names)
+    n_features = getattr(teacher, "obs_dim", None) or len(names)
     if k > n_features:
-        raise InterpRLError(f"--top-features {k} asks for more features than the teacher's {n_features}.")
-    ranking = teacher_ranking(teacher, seed=resolved["seed"])
-    columns = ranking["order"][:k]
+        raise InterpRLError(f"{flag} {k} asks for more features than the teacher's {n_features}.")
+    if top:
+        ranking = teacher_ranking(teacher, seed=resolved["seed"])
+        columns = ranking["order"][:k]
+        facts = {"pick": "shapley", "features": [ranking["features"][i] for i in range(k)],
+                 "ranking": ranking["features"]}
+    else:
+        columns = sorted(np.random.default_rng(resolved["seed"]).choice(n_features, size=k, replace=False).tolist())
+        facts = {"pick": "random", "features": [names[i] for i in columns]}
     estimator.dagger = dagger.set_params(student=FeatureSubset(student=dagger.student or TreePolicy(),
                                                                columns=columns))
-    return {"k": k, "columns": sorted(columns), "features": [ranking["features"][i] for i in range(k)],
-            "ranking": ranking["features"]}
+    return {"k": k, "columns": sorted(int(c) for c in columns), **facts}
 
 
 def _start_student(method: Method, estimator: Distillation, teacher: Teacher, start: str | Path,

@@ -78,6 +78,8 @@ JOB_OPTIONS = (
               "controller are compared (0: off).", low=0),
     JobOption("top_features", 0, "Read only the teacher's this-many most important features by Shapley value "
               "(0: all).", low=0),
+    JobOption("random_features", 0, "Read only this many of the teacher's features, drawn at random with the seed: "
+              "the baseline --top-features is judged against (0: all).", low=0),
     JobOption("jobs", 0, "Processes running the DART levels side by side (0: one per level, up to the CPUs); the "
               "controller is the same either way.", low=0),
 )
@@ -86,6 +88,8 @@ JOB_OPTIONS = (
 #: Each job option's default, by name: the one definition the benchmark suites read too.
 JOB_DEFAULTS = {o.name: o.default for o in JOB_OPTIONS}
 SPEED_ONLY = frozenset({"jobs"})
+#: Job settings that change what is made (which features the controller reads), unlike the evaluation's.
+SHAPING = frozenset({"top_features", "random_features"})
 
 
 @dataclass

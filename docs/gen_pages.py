@@ -20,6 +20,9 @@ RESULTS = {
     "recipe": "the default recipe of `distill moe` on every shared teacher and on agents it was not chosen on",
     "smose": "mixtures of linear experts, trees and linear policies, distilled and fine-tuned (SMOSE)",
     "sindy": "SINDy equations against trees of as many parameters",
+    "mujoco": "trees, linear policies and SINDy equations at several sizes on the shared MuJoCo teachers",
+    "silver": "SILVER's argmax rules on discrete teachers (CartPole, MountainCar) against trees",
+    "sensors": "how many features a controller needs: the teacher's top-k by Shapley value against k at random",
 }
 
 

@@ -892,3 +892,133 @@ def test_stale_temporaries_of_a_killed_writer_are_removed(tmp_path: Path) -> Non
     assert sorted(remove_stale_temps(tmp_path / "cells")) == sorted(stale)
     assert [p.name for p in (tmp_path / "cells").rglob("*") if p.is_file()] == ["config.json"]
     assert remove_stale_temps(tmp_path / "missing") == []
+
+
+# ----------------------------------------------------------------------------- study suites
+SENSOR_SUITE = """
+name = "sensors-tiny"
+seeds = [0]
+episodes = 3
+fidelity_steps = 200
+latency_batch = 16
+attribution_states = 0
+
+[settings]
+iterations = 1
+steps = 300
+select_episodes = 1
+noise_levels = ""
+rl_steps = 0
+
+[report]
+analyses = ["sensors"]
+
+[[teachers]]
+name = "IP-SAC"
+path = "{teacher}"
+
+[methods.tree]
+vary = "top_features"
+sizes = [1, 0]
+settings = {{ max_leaves = 2 }}
+
+[methods.tree-random]
+method = "tree"
+vary = "random_features"
+sizes = [2]
+settings = {{ max_leaves = 2 }}
+"""
+
+
+def test_a_sensor_suite_varies_the_features_its_controllers_read(tiny_teacher: Path, tmp_path: Path) -> None:
+    """`vary` turns a suite's sizes into the features read; [settings] reach every method; the report's sensors
+    section puts the features read against % of teacher, every feature being the task's own count."""
+    from interp_rl.attribution import teacher_ranking
+    from envs.teachers import load_teacher
+
+    suite = tmp_path / "s.toml"
+    suite.write_text(SENSOR_SUITE.format(teacher=tiny_teacher.as_posix()))
+    spec = load_suite(suite)
+    assert [m.settings["iterations"] for m in spec.methods] == [1, 1]
+    assert [c.id for c in spec.cells()] == ["IP-SAC__tree-1__seed0", "IP-SAC__tree-0__seed0",
+                                           "IP-SAC__tree-random-2__seed0"]
+    res = runner.invoke(app, ["bench", "--suite", str(suite), "--out", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    recs = records_by_id(tmp_path / "r")
+    one, every, drawn = (recs[f"IP-SAC__{x}__seed0"] for x in ("tree-1", "tree-0", "tree-random-2"))
+    assert one["size_name"] == "top_features" and one["config"]["top_features"] == 1
+    assert one["config"]["max_leaves"] == 2 and one["config"]["iterations"] == 1
+    top = teacher_ranking(load_teacher(tiny_teacher), seed=0)["order"][0]
+    assert one["details"]["feature_subset"]["columns"] == [top]
+    assert drawn["details"]["feature_subset"]["pick"] == "random"
+    assert len(drawn["details"]["feature_subset"]["columns"]) == 2
+    assert every["details"]["feature_subset"] is None
+    res = runner.invoke(app, ["report", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "## How many sensors does a controller need?" in md
+    assert "| features read | tree | tree-random |" in md
+    pct = {k: f"{recs[k]['percent_of_teacher']:.1f}" for k in recs}
+    assert f"| 1 | {pct['IP-SAC__tree-1__seed0']} [" in md
+    assert f"| 4 | {pct['IP-SAC__tree-0__seed0']} [" in md  # every feature: InvertedPendulum's four
+    assert re.search(rf"\| 2 \|  \| {re.escape(pct['IP-SAC__tree-random-2__seed0'])} \[", md)
+    assert (tmp_path / "r" / "figures" / "sensors.png").is_file()
+
+
+def test_vary_must_name_a_free_setting_of_the_method(tmp_path: Path, tiny_teacher: Path) -> None:
+    text = SENSOR_SUITE.format(teacher=tiny_teacher.as_posix())
+    for bad, why in [('vary = "top_features"\nsizes = [1, 0]\nsettings = {{ max_leaves = 2, top_features = 1 }}',
+                      "'top_features'"), ('vary = "nope"\nsizes = [1, 0]\nsettings = {{ max_leaves = 2 }}', "'nope'")]:
+        suite = tmp_path / "bad.toml"
+        suite.write_text(text.replace('vary = "top_features"\nsizes = [1, 0]\nsettings = { max_leaves = 2 }',
+                                      bad.replace("{{", "{").replace("}}", "}"), 1))
+        with pytest.raises(SuiteError, match=r"\[methods.tree\] 'vary' must name a setting of method 'tree' that "
+                                             rf"'settings' does not fix \(such as 'top_features'\). Got {why}"):
+            load_suite(suite)
+    suite = tmp_path / "shared.toml"
+    suite.write_text(text.replace("rl_steps = 0\n", "rl_steps = 0\nexperts = 3\n", 1))
+    with pytest.raises(SuiteError, match=r"\[settings\] names experts, which no method of the suite has."):
+        load_suite(suite)
+
+
+def _rec(teacher: str, method: str, seed: int, pct: float, details: dict[str, Any], kind: str = "mixture",
+         config: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"cell": {"teacher": teacher, "method": method, "size": 8, "seed": seed}, "task": "HalfCheetah-v5",
+            "method": method, "kind": kind, "percent_of_teacher": pct, "worst_percent_of_teacher": pct - 5,
+            "teacher": {"return_mean": 1000.0, "returns": [1000.0]}, "student": {"returns": [10 * pct - 50]},
+            "details": details, "config": config or {}, "size": {"parameters": 960}}
+
+
+def test_warm_start_is_set_against_scratch_at_equal_environment_steps(tmp_path: Path) -> None:
+    from benchmarks.analyses import ReportContext
+    from benchmarks.study_analyses import env_steps, warm_curve, warm_vs_scratch_section
+    from interp_rl.document import Document
+
+    dagger = [{"samples": 100, "return_mean": 200.0}, {"samples": 200, "return_mean": 400.0}]
+    rl = {"history": [{"step": 0, "return_mean": 400.0}, {"step": 50, "return_mean": 500.0},
+                      {"step": 100, "return_mean": 900.0}]}
+    warm = _rec("HC", "moe-rl", 0, 88.0, {"dagger_history": dagger, "rl": rl})
+    scratch = _rec("HC", "moe-sac", 0, 51.0, {"scratch": {"steps": 300, "history": [
+        {"step": 150, "eval_return": 300.0}, {"step": 300, "eval_return": 520.0}]}})
+    distilled = _rec("HC", "moe", 0, 70.0, {"dagger_history": dagger, "rl": {}})
+    longer = _rec("HC", "moe-long-rl", 0, 95.0, {"dagger_history": dagger, "rl": {"history": [
+        {"step": 0, "return_mean": 1.0}, {"step": 500, "return_mean": 2.0}]}})
+    two_levels = _rec("HC", "moe-dart-rl", 0, 90.0, {"dagger_history": dagger, "rl": rl},
+                      config={"noise_levels": "0,0.3"})
+    assert env_steps(warm) == 300 and env_steps(scratch) == 300 and env_steps(longer) == 700
+    assert env_steps(two_levels) is None  # two distillations: the history does not count every step
+    assert warm_curve(warm) == ([100, 200, 250, 300], [200.0, 400.0, 500.0, 900.0])
+    assert warm_curve(scratch) == ([150, 300], [300.0, 520.0])
+    doc, images = Document(), {}
+    ctx = ReportContext(tmp_path, {"name": "x"}, [], {}, summarise([warm, scratch, distilled, longer, two_levels]),
+                        10, 0, lambda name, data, alt: images.update({name: data}))
+    warm_vs_scratch_section(ctx, doc)
+    md = doc.markdown()
+    assert "| HC | moe-rl | distilled, then fine-tuned | 0 | 300 | 88.0 | 83.0 |" in md
+    assert "| HC | moe-sac | from scratch | 0 | 300 | 51.0 | 46.0 |" in md
+    assert "moe-long-rl" not in md and "moe-dart-rl" not in md and "| HC | moe |" not in md
+    assert list(images) == ["warm-vs-scratch-HC-moe-sac.png"]
+    # without a run from scratch there is no section
+    doc = Document()
+    warm_vs_scratch_section(dataclasses.replace(ctx, summary=summarise([warm, distilled])), doc)
+    assert doc.markdown().strip() == ""

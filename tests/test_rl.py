@@ -218,64 +218,6 @@ def test_distill_with_rl_fine_tuning_from_the_cli(pendulum_sac: Path, pendulum_a
     assert run.stderr.strip() == "Error: " + NO_CRITIC.format(name="'--rl-critic' option of interp-rl distill linear")
 
 
-def test_finetune_probe_writes_before_and_after(pendulum_sac: Path, tmp_path: Path, capsys) -> None:
-    from benchmarks.finetune_probe import main
-
-    main([str(pendulum_sac), "--env", "Pendulum-v1", "--method", "linear", "--size", "2", "--rl-steps", "400", "--iterations", "0",
-          "--episodes", "2", "--out", str(tmp_path)])
-    printed = capsys.readouterr().out
-    assert printed.startswith("distilled: ") and "\nfine_tuned: " in printed
-    (path,) = tmp_path.glob("*.json")
-    res = json.loads(path.read_text())
-    assert res["method"] == "linear" and res["rl_steps"] == 400 and len(res["fine_tuned"]["returns"]) == 2
-    mean, t = np.mean(res["distilled"]["returns"]), res["teacher_return"]
-    assert t < 0  # Pendulum's returns are costs: higher % is still better
-    assert res["distilled"]["percent"] == pytest.approx(100 * (1 + (mean - t) / abs(t)))
-
-
-def test_finetune_probe_fine_tunes_a_saved_controller(pendulum_sac: Path, tmp_path: Path) -> None:
-    from benchmarks.finetune_probe import EVAL_SEED, main
-    from interp_rl.rollouts import evaluate
-
-    teacher = load_teacher(pendulum_sac, env="Pendulum-v1")
-    saved = tmp_path / "ctrl"
-    _student(teacher, MixturePolicy, n_experts=2, max_terms=2, n_steps=200).to_controller(task="Pendulum-v1").save(saved)
-    main([str(pendulum_sac), "--env", "Pendulum-v1", "--method", "moe", "--controller", str(saved), "--rl-steps", "400",
-          "--episodes", "2", "--trust-weight", "3", "--bc-weight", "0.5", "--name", "saved", "--out", str(tmp_path)])
-    res = json.loads((tmp_path / "saved.json").read_text())
-    assert res["controller"] == str(saved) and res["dagger_history"] == []  # nothing distilled
-    assert "trust_weight=3" in res["rl_settings"] and "bc_weight=0.5" in res["rl_settings"]
-    ctrl = load_controller(saved)
-    assert res["distilled"]["returns"] == list(evaluate(ctrl, teacher.env_fn, 2, seed=EVAL_SEED).returns)
-
-
-def test_scratch_probe_trains_a_sac_mixture_and_judges_it_on_the_probes_episodes(pendulum_sac: Path,
-                                                                                 tmp_path: Path, capsys) -> None:
-    from benchmarks.scratch_probe import main
-
-    main([str(pendulum_sac), "--env", "Pendulum-v1", "--steps", "300", "--experts", "2", "--episodes", "2",
-          "--out", str(tmp_path), "--no-progress"])
-    assert capsys.readouterr().out.startswith("from scratch (300 steps): ")
-    (path,) = tmp_path.glob("*.json")
-    res = json.loads(path.read_text())
-    assert res["algo"] == "sac" and res["steps"] == 300 and res["controller_size"]["experts"] == 2
-    assert len(res["scratch"]["returns"]) == 2
-    assert [h["step"] for h in res["train_history"]] == [300]  # its checkpoint evaluations, for the curve
-    ctrl = load_controller(next((tmp_path / "runs").iterdir()) / "controller.json")
-    assert ctrl.program.squash == "tanh" and ctrl.metadata["method"] == "moe-scratch"
-
-    # next to a warm start on the same task: one table and one picture
-    from benchmarks.finetune_probe import main as warm
-    from benchmarks.warm_vs_scratch import main as compare_starts
-
-    warm([str(pendulum_sac), "--env", "Pendulum-v1", "--method", "linear", "--size", "2", "--rl-steps", "200",
-          "--iterations", "0", "--episodes", "2", "--out", str(tmp_path)])
-    compare_starts([str(tmp_path)])
-    md = (tmp_path / "warm-vs-scratch.md").read_text()
-    assert "| Pendulum-v1 | " in md and "| warm (linear-2) | 0 | " in md and "| scratch (sac moe-2) | 0 | 300 |" in md
-    assert (tmp_path / "warm-vs-scratch-Pendulum-v1-sac.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
 @pytest.mark.parametrize(("algo", "hp", "squash"), [
     ("ppo", ["n_steps=512", "batch_size=64"], "clip"),
     ("sac", ["learning_starts=200", "batch_size=64"], "tanh"),  # SMOSE proper
