@@ -1,11 +1,12 @@
 """Attribution benchmark: accuracy against exact Shapley values, speed, and shap's explainers side by side.
 
-Run (each part writes its JSON under ``benchmarks/results/attribution/``, replacing an earlier one)::
+Run from the repository's root (each part writes its JSON record into ``--out``, default
+``benchmarks/results/attribution``, replacing an earlier one)::
 
-    python -m benchmarks.attribution_bench accuracy --teacher sac/Hopper-v3_1   # exact vs ours vs shap
-    python -m benchmarks.attribution_bench speed --teacher sac/HalfCheetah-v3_1 # 1,000 states, trees too
-    python -m benchmarks.attribution_bench check --teacher ppo/HalfCheetah-v3_1 # error at the default budget
-    python -m benchmarks.attribution_bench report
+    python -m benchmarks.studies.attribution accuracy --teacher sac/Hopper-v3_1   # exact vs ours vs shap
+    python -m benchmarks.studies.attribution speed --teacher sac/HalfCheetah-v3_1 # 1,000 states, trees too
+    python -m benchmarks.studies.attribution check --teacher ppo/HalfCheetah-v3_1 # error at the default budget
+    python -m benchmarks.studies.attribution report                               # report.md from the records
 
 Everything is measured on the states the teacher visits (5 episodes, seed 0) against 16 of them as the
 background, equally weighted (shap's ``Independent`` masker and ``KernelExplainer`` take the same rows, so
@@ -18,27 +19,28 @@ network on ``EXPLAIN_THREADS`` (2) torch threads in ``speed`` (the target is for
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks._study import write_json
+from benchmarks.studies._common import add_out, add_teachers, new_report, parse, read_json, write_json, write_report
 
-OUT = Path(__file__).resolve().parent / "results" / "attribution"
-TEACHERS = Path(os.environ.get("INTERP_RL_TEACHERS", Path(__file__).resolve().parents[2] / "shared" / "teachers"))
+__all__ = ["accuracy", "check", "main", "report", "speed"]
+
+OUT = "benchmarks/results/attribution"
+#: States per part when ``--states`` is not given.
+STATES = {"accuracy": 200, "speed": 1000, "check": 12}
 BUDGETS = (2048, 4096, 8192, 16384)
 SHAP_PERMUTATION_EVALS = (2 * 11 + 1, 4 * 11 + 1, 8 * 11 + 1, 16 * 11 + 1, 32 * 11 + 1)
 SHAP_KERNEL_SAMPLES = (128, 256, 512, 1024)
 
 
-def _teacher(name: str) -> Any:
+def _teacher(teachers: Path, name: str) -> Any:
     from envs.teachers import load_teacher
 
-    folder = TEACHERS / name
+    folder = Path(teachers) / name
     return load_teacher(next(folder.glob("*.zip")))
 
 
@@ -47,6 +49,7 @@ def _states(teacher: Any, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray
     from interp_rl.rollouts import run_episodes
 
     ran = run_episodes(teacher, teacher.env_fn, range(seed, seed + 5), record=True, task=teacher.task)
+    assert ran.rollout is not None  # record=True
     visited = ran.rollout.observations
     rng = np.random.default_rng(seed)
     pick = rng.permutation(len(visited))
@@ -57,18 +60,34 @@ def _err(values: np.ndarray, exact: np.ndarray) -> float:
     return float(np.abs(values - exact).mean() / np.abs(exact).mean())
 
 
-def _write(name: str, data: dict[str, Any]) -> None:
-    write_json(OUT / name, data)
-    print(f"wrote {OUT / name}")
+def _record(out: Path, part: str, teacher_name: str) -> Path:
+    return Path(out) / f"{part}_{teacher_name.replace('/', '_')}.json"
 
 
-def accuracy(teacher_name: str, n: int = 200) -> None:
-    """Exact (every coalition) against ours and shap's estimators on ``n`` states of an 11-feature task."""
+def accuracy(teachers: Path, teacher_name: str, out: Path, n: int = STATES["accuracy"]) -> Path:
+    """Exact (every coalition) against ours and shap's estimators on ``n`` states of an 11-feature task.
+
+    Parameters
+    ----------
+    teachers
+        Folder of the shared teachers.
+    teacher_name
+        The teacher's folder in it (``sac/Hopper-v3_1``).
+    out
+        The study's folder: writes ``accuracy_TEACHER.json`` there.
+    n
+        Visited states explained.
+
+    Returns
+    -------
+    Path
+        The record written.
+    """
     import shap
 
     from interp_rl.attribution import explain
 
-    t = _teacher(teacher_name)
+    t = _teacher(teachers, teacher_name)
     X, bg = _states(t, n)
     d = X.shape[1]
     rows: list[dict[str, Any]] = []
@@ -105,34 +124,57 @@ def accuracy(teacher_name: str, n: int = 200) -> None:
         rows.append({"estimator": "shap KernelExplainer", "nsamples": nsamples, "rows_per_state": nsamples * len(bg),
                      "seconds": sec, "error": _err(vals, exact.values)})
         print(rows[-1])
-    _write(f"accuracy_{teacher_name.replace('/', '_')}.json",
-           {"teacher": teacher_name, "task": t.task, "states": n, "background": len(bg), "features": d,
-            "mean_abs_exact": float(np.abs(exact.values).mean()), "rows": rows,
-            "seconds_total": time.perf_counter() - t0})
+    return write_json(_record(out, "accuracy", teacher_name),
+                      {"teacher": teacher_name, "task": t.task, "states": n, "background": len(bg), "features": d,
+                       "mean_abs_exact": float(np.abs(exact.values).mean()), "rows": rows,
+                       "seconds_total": time.perf_counter() - t0})
 
 
-def speed(teacher_name: str, n: int = 1000, exact_states: int = 10) -> None:
+def speed(teachers: Path, teacher_name: str, out: Path, n: int = STATES["speed"], exact_states: int = 10,
+          results: Path = Path("benchmarks/results")) -> Path:
     """Teacher attributions of ``n`` states at the default budget, their error on ``exact_states`` against every
-    coalition (2^d), shap's PermutationExplainer on the same states, and tree attributions."""
+    coalition (2^d), shap's PermutationExplainer on the same states, and tree attributions.
+
+    Parameters
+    ----------
+    teachers
+        Folder of the shared teachers.
+    teacher_name
+        The teacher's folder in it (``sac/HalfCheetah-v3_1``).
+    out
+        The study's folder: writes ``speed_TEACHER.json`` there.
+    n
+        Visited states explained.
+    exact_states
+        States also explained exactly (0: none, and no shap comparison).
+    results
+        Benchmark results searched for tree controllers of the task
+        (``RESULTS/SUITE/cells/TASK-*tree*/controller.json``, the first four).
+
+    Returns
+    -------
+    Path
+        The record written.
+    """
     import shap
 
     from interp_rl.attribution import explain
     from interp_rl.program import load_controller
 
-    t = _teacher(teacher_name)
+    t = _teacher(teachers, teacher_name)
     X, bg = _states(t, n)
     d = X.shape[1]
-    out: dict[str, Any] = {"teacher": teacher_name, "task": t.task, "states": n, "features": d,
+    found: dict[str, Any] = {"teacher": teacher_name, "task": t.task, "states": n, "features": d,
                            "background": len(bg), "threads": t.threads}
     runs = {}
     for method in ("kernel", "permutation"):
         a = explain(t, X, bg, method=method)
         runs[method] = a
-        out[method] = {"seconds": a.seconds, "rows_per_state": a.budget, "efficiency_gap": a.efficiency_gap()}
-        print(method, out[method])
+        found[method] = {"seconds": a.seconds, "rows_per_state": a.budget, "efficiency_gap": a.efficiency_gap()}
+        print(method, found[method])
     if exact_states:
         ex = explain(t, X[:exact_states], bg, method="exact") if d <= 16 else _exact_big(t, X[:exact_states], bg)
-        out["exact_check"] = {"states": exact_states, "seconds": ex.seconds,
+        found["exact_check"] = {"states": exact_states, "seconds": ex.seconds,
                               **{m: _err(runs[m].values[:exact_states], ex.values) for m in runs}}
         s0 = time.perf_counter()
         ex_perm = shap.PermutationExplainer(t.predict, shap.maskers.Independent(bg, max_samples=len(bg)), seed=0)
@@ -143,12 +185,11 @@ def speed(teacher_name: str, n: int = 1000, exact_states: int = 10) -> None:
         s1 = time.perf_counter()
         sv = ex_perm(X[:100], max_evals=2 * d + 1, silent=True)
         rate = 100 / (time.perf_counter() - s1)
-        out["shap_permutation"] = {"errors": evals, "states_per_second_one_permutation": rate,
+        found["shap_permutation"] = {"errors": evals, "states_per_second_one_permutation": rate,
                                    "seconds": time.perf_counter() - s0}
-        print(out["exact_check"], out["shap_permutation"])
+        print(found["exact_check"], found["shap_permutation"])
     # trees: every committed tree controller of this task, exact rule against the teacher's time
     trees = []
-    results = Path(__file__).resolve().parent / "results"
     for path in sorted(results.glob(f"*/cells/{t.task.split('-')[0]}-*tree*/controller.json"))[:4]:
         ctrl = load_controller(path)
         if ctrl.program.obs_dim != d:
@@ -156,18 +197,35 @@ def speed(teacher_name: str, n: int = 1000, exact_states: int = 10) -> None:
         a = explain(ctrl, X, bg)
         trees.append({"controller": str(path.parent.relative_to(results)), "method": a.method,
                       "seconds": a.seconds, "efficiency_gap": a.efficiency_gap(), **ctrl.size(),
-                      "speedup_vs_teacher_kernel": out["kernel"]["seconds"] / max(a.seconds, 1e-9)})
+                      "speedup_vs_teacher_kernel": found["kernel"]["seconds"] / max(a.seconds, 1e-9)})
         print(trees[-1])
-    out["trees"] = trees
-    _write(f"speed_{teacher_name.replace('/', '_')}.json", out)
+    found["trees"] = trees
+    return write_json(_record(out, "speed", teacher_name), found)
 
 
-def check(teacher_name: str, n: int = 12) -> None:
+def check(teachers: Path, teacher_name: str, out: Path, n: int = STATES["check"]) -> Path:
     """Both estimators at the default budget and half of it, 3 seeds each, against exact values of ``n`` states
-    (every coalition; one state at a time above 16 features)."""
+    (every coalition; one state at a time above 16 features).
+
+    Parameters
+    ----------
+    teachers
+        Folder of the shared teachers.
+    teacher_name
+        The teacher's folder in it (``ppo/HalfCheetah-v3_1``).
+    out
+        The study's folder: writes ``check_TEACHER.json`` there.
+    n
+        Visited states explained.
+
+    Returns
+    -------
+    Path
+        The record written.
+    """
     from interp_rl.attribution import DEFAULT_BUDGET, explain
 
-    t = _teacher(teacher_name)
+    t = _teacher(teachers, teacher_name)
     X, bg = _states(t, n)
     d = X.shape[1]
     ex = explain(t, X, bg, method="exact") if d <= 16 else _exact_big(t, X, bg)
@@ -179,9 +237,9 @@ def check(teacher_name: str, n: int = 12) -> None:
                 rows.append({"estimator": method, "budget": b, "seed": seed, "rows_per_state": a.budget,
                              "error": _err(a.values, ex.values)})
                 print(rows[-1], flush=True)
-    _write(f"check_{teacher_name.replace('/', '_')}.json",
-           {"teacher": teacher_name, "task": t.task, "states": n, "features": d, "background": len(bg),
-            "exact_seconds": ex.seconds, "rows": rows})
+    return write_json(_record(out, "check", teacher_name),
+                      {"teacher": teacher_name, "task": t.task, "states": n, "features": d, "background": len(bg),
+                       "exact_seconds": ex.seconds, "rows": rows})
 
 
 def _exact_big(t: Any, X: np.ndarray, bg: np.ndarray) -> Any:
@@ -201,76 +259,101 @@ def _exact_big(t: Any, X: np.ndarray, bg: np.ndarray) -> Any:
                           features=[], actions=[], method="exact", exact=True, seconds=time.perf_counter() - s0)
 
 
-def report() -> None:
-    lines = ["# Attribution benchmark", "", "Regenerate: `python -m benchmarks.attribution_bench accuracy --teacher "
-             "sac/Hopper-v3_1` (and the other teachers), `... speed --teacher sac/HalfCheetah-v3_1`, `... report`.",
-             "Error: mean |phi - exact| / mean |exact|, over states, features and actions; the exact values "
-             "evaluate every coalition against the same 16 background states.", ""]
-    for p in sorted(OUT.glob("accuracy_*.json")):
-        d = json.loads(p.read_text())
-        lines += [f"## Accuracy: {d['teacher']} on {d['task']} ({d['states']} states, {d['features']} features, "
-                  f"background {d['background']})", "",
-                  "| estimator | setting | predict rows per state | seconds | error |", "|---|---|---:|---:|---:|"]
+def _command(part: str, record: dict[str, Any]) -> str:
+    states = "" if record["states"] == STATES[part] else f" --states {record['states']}"
+    return f"python -m benchmarks.studies.attribution {part} --teacher {record['teacher']}{states}"
+
+
+def report(out: Path) -> Path:
+    """Rebuild ``report.md`` from the records in ``out`` (no teacher is loaded).
+
+    Parameters
+    ----------
+    out
+        The study's folder.
+
+    Returns
+    -------
+    Path
+        The ``report.md`` written.
+    """
+    out = Path(out)
+    records = {part: [read_json(p) for p in sorted(out.glob(f"{part}_*.json"))] for part in STATES}
+    doc = new_report("Attribution benchmark", "attribution",
+                     [_command(part, d) for part in ("accuracy", "check", "speed") for d in records[part]])
+    doc.p("Error: mean |phi - exact| / mean |exact|, over states, features and actions; the exact values "
+          "evaluate every coalition against the same 16 background states.")
+    for d in records["accuracy"]:
+        doc.h(2, f"Accuracy: {d['teacher']} on {d['task']} ({d['states']} states, {d['features']} features, "
+                 f"background {d['background']})")
+        rows = []
         for r in d["rows"]:
             setting = next((f"{k} {r[k]}" for k in ("budget", "max_evals", "nsamples") if k in r), "")
             if "seed" in r:
                 setting += f", seed {r['seed']}"
-            lines.append(f"| {r['estimator']} | {setting} | {r['rows_per_state']} | {r['seconds']:.2f} | "
-                         f"{100 * r['error']:.1f}% |")
-        lines.append("")
-    checks = sorted(OUT.glob("check_*.json"))
-    if checks:
-        lines += ["## Error against exact values, per teacher", "",
-                  "| teacher | features | states | estimator | predict rows per state | error (3 seeds) |",
-                  "|---|---:|---:|---|---:|---|"]
-        for p in checks:
-            d = json.loads(p.read_text())
+            rows.append([r["estimator"], setting, str(r["rows_per_state"]), f"{r['seconds']:.2f}",
+                         f"{100 * r['error']:.1f}%"])
+        doc.table(["estimator", "setting", "predict rows per state", "seconds", "error"], rows)
+    if records["check"]:
+        doc.h(2, "Error against exact values, per teacher")
+        rows = []
+        for d in records["check"]:
             for method in ("kernel", "permutation"):
                 for b in sorted({r["budget"] for r in d["rows"]}):
                     sel = [r for r in d["rows"] if r["estimator"] == method and r["budget"] == b]
-                    lines.append(f"| {d['teacher']} | {d['features']} | {d['states']} | {method} | "
-                                 f"{int(np.mean([r['rows_per_state'] for r in sel]))} | "
-                                 + ", ".join(f"{100 * r['error']:.1f}%" for r in sel) + " |")
-        lines.append("")
-    for p in sorted(OUT.glob("speed_*.json")):
-        d = json.loads(p.read_text())
-        lines += [f"## Speed: {d['teacher']} on {d['task']} ({d['states']} states, {d['features']} features)", ""]
-        for m in ("kernel", "permutation"):
-            lines.append(f"- {m}: {d[m]['seconds']:.1f} s for {d['states']} states ({d[m]['rows_per_state']} "
-                         "predict rows per state)")
+                    rows.append([d["teacher"], str(d["features"]), str(d["states"]), method,
+                                 str(int(np.mean([r["rows_per_state"] for r in sel]))),
+                                 ", ".join(f"{100 * r['error']:.1f}%" for r in sel)])
+        doc.table(["teacher", "features", "states", "estimator", "predict rows per state", "error (3 seeds)"], rows)
+    for d in records["speed"]:
+        doc.h(2, f"Speed: {d['teacher']} on {d['task']} ({d['states']} states, {d['features']} features)")
+        items = [f"{m}: {d[m]['seconds']:.1f} s for {d['states']} states ({d[m]['rows_per_state']} predict rows "
+                 "per state)" for m in ("kernel", "permutation")]
         if "exact_check" in d:
             e = d["exact_check"]
-            lines.append(f"- error against exact on {e['states']} states: kernel {100 * e['kernel']:.1f}%, "
+            items.append(f"error against exact on {e['states']} states: kernel {100 * e['kernel']:.1f}%, "
                          f"permutation {100 * e['permutation']:.1f}%")
             sp = d["shap_permutation"]
-            lines.append(f"- shap PermutationExplainer: {sp['states_per_second_one_permutation']:.0f} states/s with "
+            items.append(f"shap PermutationExplainer: {sp['states_per_second_one_permutation']:.0f} states/s with "
                          "one permutation; error " + ", ".join(f"{100 * r['error']:.1f}% at max_evals {r['max_evals']}"
                                                            for r in sp["errors"]))
-        for tr in d.get("trees", []):
-            lines.append(f"- tree {tr['controller']} ({tr['leaves']} leaves, {tr['parameters']} parameters): "
-                         f"{tr['method']} in {tr['seconds']:.3f} s, {tr['speedup_vs_teacher_kernel']:.0f}x faster than "
-                         "the teacher's kernel estimate")
-        lines.append("")
-    from interp_rl.io import atomic_write_text
-
-    atomic_write_text(OUT / "report.md", "\n".join(lines) + "\n")
-    print(f"wrote {OUT / 'report.md'}")
+        items += [f"tree {tr['controller']} ({tr['leaves']} leaves, {tr['parameters']} parameters): "
+                  f"{tr['method']} in {tr['seconds']:.3f} s, {tr['speedup_vs_teacher_kernel']:.0f}x faster than "
+                  "the teacher's kernel estimate" for tr in d.get("trees", [])]
+        doc.bullets(items)
+    return write_report(doc, out)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=["accuracy", "speed", "check", "report"])
-    parser.add_argument("--teacher", default="sac/Hopper-v3_1")
-    parser.add_argument("--states", type=int, default=None)
-    args = parser.parse_args()
+def main(argv: list[str] | None = None) -> None:
+    """The command line: ``accuracy``, ``speed`` or ``check`` one teacher, or ``report``.
+
+    Parameters
+    ----------
+    argv
+        The arguments (None: the command line's).
+    """
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.studies.attribution",
+                                     description=(__doc__ or "").splitlines()[0])
+    parts = parser.add_subparsers(dest="part", required=True)
+    for part in STATES:
+        sub = parts.add_parser(part)
+        sub.add_argument("--teacher", default="sac/Hopper-v3_1", help="the teacher's folder in --teachers")
+        sub.add_argument("--states", type=int, default=STATES[part], help="visited states explained")
+        add_teachers(sub)
+        add_out(sub, OUT)
+        if part == "speed":
+            sub.add_argument("--results", type=Path, default=Path("benchmarks/results"),
+                             help="benchmark results searched for tree controllers of the task")
+    add_out(parts.add_parser("report"), OUT)
+    args = parse(parser, argv)
     if args.part == "accuracy":
-        accuracy(args.teacher, args.states or 200)
+        accuracy(args.teachers, args.teacher, args.out, args.states)
     elif args.part == "speed":
-        speed(args.teacher, args.states or 1000)
+        speed(args.teachers, args.teacher, args.out, args.states, results=args.results)
     elif args.part == "check":
-        check(args.teacher, args.states or 12)
+        check(args.teachers, args.teacher, args.out, args.states)
     else:
-        report()
+        report(args.out)
 
 
 if __name__ == "__main__":

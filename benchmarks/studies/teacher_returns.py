@@ -1,12 +1,14 @@
 """Reproduce the returns of the shared RL-Zoo teachers on the ``-v5`` tasks.
 
-Usage::
+Run from the repository's root::
 
-    python -m benchmarks.teacher_returns [--teachers ../shared/teachers] [--seed 0]
-        [--out benchmarks/results]
+    python -m benchmarks.studies.teacher_returns run [--teachers ../shared/teachers] [--seed 0]
+        [--out benchmarks/results/teachers]
+    python -m benchmarks.studies.teacher_returns report [--out benchmarks/results/teachers]
 
-Writes ``teachers.json`` and ``teachers.md`` (a table of the measured returns next to the
-returns the teachers' README lists) into ``--out``, atomically. Three measurements per teacher:
+``run`` writes the record ``teachers.json`` and the report ``report.md`` (a table of the measured returns next
+to the returns the teachers' README lists) into ``--out``, atomically; ``report`` rebuilds the report from the
+record alone. Three measurements per teacher:
 interp-rl's protocol (episode *i* reset with ``seed + i``) over the listed number of episodes
 and over 100 episodes, and SB3's own ``evaluate_policy`` on a ``DummyVecEnv`` seeded once with
 ``seed`` (the protocol the listed figures were measured with) over 5 episodes.
@@ -15,18 +17,18 @@ and over 100 episodes, and SB3's own ``evaluate_policy`` on a ``DummyVecEnv`` se
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
-from envs.teachers import load_teacher
-from interp_rl.io import atomic_write_text
-from interp_rl.policy import as_sb3_predictor
-from interp_rl.rollouts import evaluate
+from benchmarks.studies._common import add_out, add_teachers, new_report, parse, read_json, write_json, write_report
+
+__all__ = ["SHARED", "main", "measure", "report", "sb3_protocol"]
+
+OUT = "benchmarks/results/teachers"
+RECORD = "teachers.json"
 
 #: (algo, zoo env, episodes, listed v5 return) of each shared teacher.
 SHARED: list[tuple[str, str, int, float]] = [
@@ -40,10 +42,27 @@ SHARED: list[tuple[str, str, int, float]] = [
 
 
 def sb3_protocol(teacher: Any, episodes: int, seed: int) -> list[float]:
-    """Returns under SB3's ``evaluate_policy``: one ``DummyVecEnv`` seeded once with ``seed``."""
+    """Returns under SB3's ``evaluate_policy``: one ``DummyVecEnv`` seeded once with ``seed``.
+
+    Parameters
+    ----------
+    teacher
+        The loaded teacher (``envs.teachers.load_teacher``).
+    episodes
+        Episodes run.
+    seed
+        The vectorised environment's one seed.
+
+    Returns
+    -------
+    list of float
+        The episodes' returns.
+    """
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from interp_rl.policy import as_sb3_predictor
 
     venv = DummyVecEnv([lambda: Monitor(teacher.env_fn(seed))])
     venv.seed(seed)
@@ -55,7 +74,27 @@ def sb3_protocol(teacher: Any, episodes: int, seed: int) -> list[float]:
 
 
 def measure(teachers: Path, seed: int = 0, long_episodes: int = 100) -> list[dict[str, Any]]:
-    """Evaluate every shared teacher; return one record per teacher."""
+    """Evaluate every shared teacher of :data:`SHARED`.
+
+    Parameters
+    ----------
+    teachers
+        Folder of the shared teachers.
+    seed
+        Episode *i* is reset with ``seed + i``.
+    long_episodes
+        Episodes of the longer measurement.
+
+    Returns
+    -------
+    list of dict
+        One record per teacher.
+    """
+    import torch
+
+    from envs.teachers import load_teacher
+    from interp_rl.rollouts import evaluate
+
     torch.set_num_threads(1)
     rows = []
     for algo, env, episodes, listed in SHARED:
@@ -81,34 +120,36 @@ def measure(teachers: Path, seed: int = 0, long_episodes: int = 100) -> list[dic
     return rows
 
 
-def to_markdown(rows: list[dict[str, Any]], command: str) -> str:
-    lines = [
-        "# Shared RL-Zoo teachers on the -v5 tasks",
-        "",
-        f"Regenerate with `{command}`. Deterministic actions; episode *i* reset with `seed + i`.",
-        "",
-        "| teacher | task | obs | episodes | measured return | listed return | measured / listed "
-        "| 100 episodes | SB3 `evaluate_policy`, 5 episodes |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['teacher']} | {r['task']} | {r['obs_dim']} | {r['episodes']} | "
-            f"{r['mean_return']:.1f} ± {r['std_return']:.1f} | {r['listed_return']:.0f} | "
-            f"{100 * r['ratio_to_listed']:.1f}% | {r['long_mean_return']:.1f} ± {r['long_std_return']:.1f} "
-            f"| {r['sb3_protocol_mean_return']:.1f} |"
-        )
-    lines += [
-        "",
-        "The SAC Hopper teacher falls in most episodes: over 100 episodes it stays up in "
-        f"{_share_up(rows)}. Its listed 1597 is SB3's `evaluate_policy` over 5 episodes of a "
-        "DummyVecEnv seeded 0, one of which happens to succeed; the last column reproduces that "
-        "protocol. Judge it over many episodes.",
-        "",
-        "Ant runs the v3 observation (111 values) rebuilt from the simulator state, with zero contact",
-        "forces because the agent's normalisation statistics show it never saw any.",
-    ]
-    return "\n".join(lines) + "\n"
+def report(out: Path) -> Path:
+    """Rebuild ``report.md`` from the record ``teachers.json`` in ``out`` (no teacher is loaded).
+
+    Parameters
+    ----------
+    out
+        The study's folder.
+
+    Returns
+    -------
+    Path
+        The ``report.md`` written.
+    """
+    rows = read_json(Path(out) / RECORD)
+    doc = new_report("Shared RL-Zoo teachers on the -v5 tasks", "teacher_returns",
+                     [f"python -m benchmarks.studies.teacher_returns run --seed {rows[0]['seed']}"])
+    doc.p("Deterministic actions; episode *i* reset with `seed + i`.")
+    doc.table(["teacher", "task", "obs", "episodes", "measured return", "listed return", "measured / listed",
+               "100 episodes", "SB3 `evaluate_policy`, 5 episodes"],
+              [[r["teacher"], r["task"], str(r["obs_dim"]), str(r["episodes"]),
+                f"{r['mean_return']:.1f} ± {r['std_return']:.1f}", f"{r['listed_return']:.0f}",
+                f"{100 * r['ratio_to_listed']:.1f}%", f"{r['long_mean_return']:.1f} ± {r['long_std_return']:.1f}",
+                f"{r['sb3_protocol_mean_return']:.1f}"] for r in rows])
+    doc.p("The SAC Hopper teacher falls in most episodes: over 100 episodes it stays up in "
+          f"{_share_up(rows)}. Its listed 1597 is SB3's `evaluate_policy` over 5 episodes of a "
+          "DummyVecEnv seeded 0, one of which happens to succeed; the last column reproduces that "
+          "protocol. Judge it over many episodes.")
+    doc.p("Ant runs the v3 observation (111 values) rebuilt from the simulator state, with zero contact "
+          "forces because the agent's normalisation statistics show it never saw any.")
+    return write_report(doc, out)
 
 
 def _share_up(rows: list[dict[str, Any]]) -> str:
@@ -120,16 +161,25 @@ def _share_up(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--teachers", type=Path, default=Path("../shared/teachers"))
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
-    args = parser.parse_args(argv)
-    rows = measure(args.teachers, args.seed)
-    command = f"python -m benchmarks.teacher_returns --seed {args.seed}"
-    atomic_write_text(args.out / "teachers.json", json.dumps(rows, indent=2) + "\n")
-    atomic_write_text(args.out / "teachers.md", to_markdown(rows, command))
-    print(to_markdown(rows, command))
+    """The command line: ``run`` (measure, then report) or ``report``.
+
+    Parameters
+    ----------
+    argv
+        The arguments (None: the command line's).
+    """
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.studies.teacher_returns",
+                                     description=(__doc__ or "").splitlines()[0])
+    parts = parser.add_subparsers(dest="part", required=True)
+    r = parts.add_parser("run")
+    add_teachers(r)
+    r.add_argument("--seed", type=int, default=0, help="episode i is reset with seed + i")
+    add_out(r, OUT)
+    add_out(parts.add_parser("report"), OUT)
+    args = parse(parser, argv)
+    if args.part == "run":
+        write_json(args.out / RECORD, measure(args.teachers, args.seed))
+    report(args.out)
 
 
 if __name__ == "__main__":
