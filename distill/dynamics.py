@@ -44,6 +44,7 @@ __all__ = [
     "evaluate_dynamics",
     "fit_dynamics",
     "learning_curve_figure",
+    "learning_curve_plot",
     "prediction_figure",
     "steps_to_reach",
     "TaskLike",
@@ -687,8 +688,21 @@ def train_model_free(task: TaskLike, agents: AgentMaker, out: str | Path, *, rea
     return {"settings": settings, "curve": curve}
 
 
-def learning_curve_figure(curves: dict[str, list[list[dict[str, Any]]]], path: str | Path, title: str) -> Path:
-    """Return against real environment steps: one line per seed (thin) and the mean (thick), per method."""
+def learning_curve_plot(curves: dict[str, list[list[dict[str, Any]]]], title: str) -> Any:
+    """Return against real environment steps: one line per seed (thin) and the mean (thick), per method.
+
+    Parameters
+    ----------
+    curves
+        Per method (the legend's label), its runs: each a list of ``{"real_steps", "return_mean"}`` points.
+    title
+        The figure's title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, laid out; the caller saves and closes it.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -710,6 +724,14 @@ def learning_curve_figure(curves: dict[str, list[list[dict[str, Any]]]], path: s
     ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
+    return fig
+
+
+def learning_curve_figure(curves: dict[str, list[list[dict[str, Any]]]], path: str | Path, title: str) -> Path:
+    """:func:`learning_curve_plot` saved to ``path`` (its suffix names the format), atomically."""
+    import matplotlib.pyplot as plt
+
+    fig = learning_curve_plot(curves, title)
     out = Path(path)
     atomic_write(out, lambda tmp: fig.savefig(tmp, format=out.suffix.lstrip(".") or "png", dpi=110))
     plt.close(fig)

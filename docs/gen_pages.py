@@ -3,7 +3,7 @@
 - ``reference/cli.md``: every ``interp-rl`` command's ``--help``, from the command line itself;
 - ``reference/api-PACKAGE.md``: every public module of each package, from its numpydoc docstrings;
 - ``results/*.md``: the committed benchmark reports, as ``interp-rl report`` wrote them from their records, with
-  their figures.
+  their figures, and the reports of the stand-alone studies (``python -m benchmarks.studies.NAME report``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,13 @@ RESULTS = {
     "mujoco": "trees, linear policies and SINDy equations at several sizes on the shared MuJoCo teachers",
     "silver": "SILVER's argmax rules on discrete teachers (CartPole, MountainCar) against trees",
     "sensors": "how many features a controller needs: the teacher's top-k by Shapley value against k at random",
+}
+#: Stand-alone studies (``benchmarks/studies``) whose committed reports the site shows: folder -> a line on each.
+STUDIES = {
+    "teachers": "the shared teachers' returns on the -v5 tasks, reproduced here",
+    "train_budget": "the steps `interp-rl train` needs to balance InvertedPendulum",
+    "attribution": "Shapley attribution against exact values and shap's explainers: accuracy and speed",
+    "dyna": "the Dyna loop on a SINDy surrogate against model-free SAC, in real steps",
 }
 
 
@@ -69,25 +76,28 @@ def api_page(package: str) -> str:
     return "\n".join(lines)
 
 
+def _copy_report(name: str) -> bool:
+    """Copy ``benchmarks/results/NAME/report.md`` and its figures to ``results/NAME/``; False if there is none."""
+    folder = ROOT / "benchmarks" / "results" / name
+    report = folder / "report.md"
+    if not report.is_file():
+        return False
+    with mkdocs_gen_files.open(f"results/{name}/report.md", "w") as fh:
+        fh.write(report.read_text())
+    for fig in sorted((folder / "figures").glob("*")):
+        with mkdocs_gen_files.open(f"results/{name}/figures/{fig.name}", "wb") as fh:
+            fh.write(fig.read_bytes())
+    return True
+
+
 def results_pages() -> None:
     index = ["# Benchmark results", "",
              "The committed reports of the benchmark suites, as `interp-rl report RESULTS` writes them from the "
              "records in `benchmarks/results/SUITE/records/` (the command that regenerates each is on its page).", ""]
-    for suite, what in RESULTS.items():
-        folder = ROOT / "benchmarks" / "results" / suite
-        report = folder / "report.md"
-        if not report.is_file():
-            continue
-        with mkdocs_gen_files.open(f"results/{suite}/report.md", "w") as fh:
-            fh.write(report.read_text())
-        for fig in sorted((folder / "figures").glob("*")):
-            with mkdocs_gen_files.open(f"results/{suite}/figures/{fig.name}", "wb") as fh:
-                fh.write(fig.read_bytes())
-        index.append(f"- [{suite}]({suite}/report.md): {what}.")
-    teachers = ROOT / "benchmarks" / "results" / "teachers.md"
-    with mkdocs_gen_files.open("results/teachers.md", "w") as fh:
-        fh.write(teachers.read_text())
-    index.append("- [The shared teachers](teachers.md): their returns on the -v5 tasks, reproduced here.")
+    index += [f"- [{suite}]({suite}/report.md): {what}." for suite, what in RESULTS.items() if _copy_report(suite)]
+    index += ["", "The stand-alone studies, each rebuilt from its records in `benchmarks/results/NAME/` by "
+              "`python -m benchmarks.studies.STUDY report` (the commands are on its page):", ""]
+    index += [f"- [{name}]({name}/report.md): {what}." for name, what in STUDIES.items() if _copy_report(name)]
     with mkdocs_gen_files.open("results/index.md", "w") as fh:
         fh.write("\n".join(index) + "\n")
 

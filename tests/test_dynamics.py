@@ -218,7 +218,7 @@ def test_cli_dynamics_fit_evaluate_and_train(tmp_path) -> None:
 
 
 def test_dyna_study_report_states_the_gain_at_equal_return(tmp_path) -> None:
-    from benchmarks.dyna_study import BUDGETS, report
+    from benchmarks.studies.dyna import BUDGETS, report
 
     spec = BUDGETS["Pendulum-v1"]
 
@@ -236,7 +236,7 @@ def test_dyna_study_report_states_the_gain_at_equal_return(tmp_path) -> None:
     # first evaluation (-150 after 1000) after 6000 too: 6x
     assert "| 0 | -155.0 | -170.0 (at 4000) | -130.0 | not reached | – | 6000 | 2.0x | 6.0x (-150.0 after 1000) |" \
         in text
-    assert (tmp_path / "curves-Pendulum-v1.png").stat().st_size > 0
+    assert (tmp_path / "figures" / "curves-Pendulum-v1.png").stat().st_size > 0
 
 
 # ------------------------------------------------------------------------------ the surrogate, step by step
