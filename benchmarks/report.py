@@ -114,6 +114,9 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
     page = doc.html(f"interp-rl benchmark: {name}")
     for fname, data in figures.items():
         atomic_write_bytes(dest / FIGURES / fname, data)
+    for stale in sorted((dest / FIGURES).glob("*")):  # pictures of an earlier report that this one no longer shows
+        if stale.is_file() and stale.name not in figures:
+            stale.unlink()
     paths = {"markdown": atomic_write_text(dest / "report.md", md),
              "html": atomic_write_text(dest / "report.html", page)}
     atomic_write_text(dest / "summary.json", json.dumps(

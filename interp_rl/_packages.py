@@ -33,6 +33,12 @@ def check_own_packages() -> None:
             ours = origin is not None and MARKER in origin.read_text(encoding="utf-8", errors="replace")
         except OSError:
             ours = False
+        if not ours and spec is not None and origin is None and spec.submodule_search_locations:
+            folder = list(spec.submodule_search_locations)[0]
+            raise ImportError(
+                f"interp-rl's '{name}' package resolves to the folder '{folder}', which has no __init__.py: a folder "
+                f"named '{name}' in the current directory (or another entry of sys.path) hides interp-rl's. Run "
+                "from another directory, or rename that folder.")
         if not ours:
             found = f"'{origin}'" if origin is not None else "nothing"
             raise ImportError(

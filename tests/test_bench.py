@@ -756,8 +756,13 @@ def test_report_shows_the_records_of_compared_suites_next_to_its_own(report: Pat
 
 
 def test_report_is_reproducible(report: Path, tmp_path: Path) -> None:
+    (tmp_path / "again" / "figures").mkdir(parents=True)
+    (tmp_path / "again" / "figures" / "pareto-an-old-teacher.png").write_bytes(b"an earlier report's picture")
     write_report(report, tmp_path / "again", seed=0)
     assert (tmp_path / "again" / "report.md").read_text() == (report / "report.md").read_text()
+    # the pictures are the report's own: none left from an earlier one
+    assert sorted(p.name for p in (tmp_path / "again" / "figures").iterdir()) == sorted(
+        p.name for p in (report / "figures").iterdir())
 
 
 def test_a_suite_chooses_its_reports_sections_and_a_new_analysis_is_one_registration(report: Path,

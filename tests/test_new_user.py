@@ -158,3 +158,14 @@ def test_a_pypi_namesake_of_our_packages_is_named_at_import(name: str, tmp_path:
         f"interp-rl's: another distribution that ships a '{name}' package shadows or overwrote it. Uninstall that "
         "one (pip show -f names the files of each) and reinstall interp-rl, or install interp-rl in a virtual "
         "environment of its own.")
+
+
+def test_a_plain_folder_named_like_our_package_in_the_working_directory_is_named(tmp_path: Path) -> None:
+    """A results copy (`benchmarks/results/...`) in the current directory hides our package: said so, plainly."""
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    run = subprocess.run([sys.executable, "-c", "import interp_rl"], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines()[-1] == (
+        f"ImportError: interp-rl's 'benchmarks' package resolves to the folder '{tmp_path / 'benchmarks'}', which "
+        "has no __init__.py: a folder named 'benchmarks' in the current directory (or another entry of sys.path) "
+        "hides interp-rl's. Run from another directory, or rename that folder.")
