@@ -18,7 +18,7 @@ from benchmarks.suite import TARGET_KEYS
 from interp_rl.document import Document
 from interp_rl.errors import InterpRLError
 
-__all__ = ["FEWER_SUFFICE_POINTS", "against_equal_trees", "against_trees", "at_a_glance", "attribution_table",
+__all__ = ["FEWER_SUFFICE_POINTS", "against_equal_sizes", "against_trees", "at_a_glance", "attribution_table",
            "closest", "explanations", "held_out_choices", "idle_check", "load_tried", "own_cells", "repair_pairs",
            "sparsest_within", "target_checks", "where_short"]
 
@@ -466,15 +466,15 @@ def sparsest_within(summary: dict[str, list[Group]], tolerance: float = 0.05) ->
                        f"{said(sparse)}")
     return out
 
-def against_equal_trees(summary: dict[str, list[Group]], kind: str = "equations", other: str = "tree") -> list[str]:
+def against_equal_sizes(summary: dict[str, list[Group]], kind: str, other: str) -> list[str]:
     """Per teacher: the best controller of ``kind`` against the best of ``other`` with at most its parameters.
 
     >>> def g(method, kind, pct, params):
     ...     rec = {"kind": kind, "percent_of_teacher": pct, "cell": {"seed": 0}, "size": {"parameters": params},
     ...            "student": {"returns": [pct]}, "teacher": {"return_mean": 100.0}}
     ...     return Group("T-v5", "T", method, 8, [rec])
-    >>> line, = against_equal_trees({"T": [g("sindy", "equations", 80.0, 60), g("tree", "tree", 70.0, 50),
-    ...                                   g("tree", "tree", 99.0, 900)]})
+    >>> line, = against_equal_sizes({"T": [g("sindy", "equations", 80.0, 60), g("tree", "tree", 70.0, 50),
+    ...                                   g("tree", "tree", 99.0, 900)]}, "equations", "tree")
     >>> for part in line.split(" against "):
     ...     print(part)
     **T**: equations above, by 10.0 points: sindy 8 (60 parameters) 80.0% (worst 80.0%)
@@ -739,7 +739,7 @@ def equal_size_section(ctx: ReportContext, doc: Document) -> None:
     kinds = sorted({str(r.get("kind")) for r in ctx.own + [r for rs in ctx.compared.values() for r in rs]})
     for kind in kinds:
         other = getattr(PROGRAMS.get(kind), "equal_size_with", "")
-        if other and (lines := against_equal_trees(ctx.summary, kind, other)):
+        if other and (lines := against_equal_sizes(ctx.summary, kind, other)):
             doc.h(2, f"{_title(kind)} against {_title(other).lower()} of equal size")
             doc.p(f"Per teacher, the best of the {_title(kind).lower()} against the best of the "
                   f"{_title(other).lower()} with at most its parameters.")

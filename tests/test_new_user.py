@@ -111,6 +111,15 @@ def test_viz_writes_dot_without_graphviz_and_linear_text(tmp_path: Path) -> None
     assert sorted(p.name for p in (tmp_path / "ctrl").iterdir()) == ["controller.json"]
 
 
+def test_viz_text_says_what_a_scaled_action_unit_means() -> None:
+    """`[x200 N m]` next to a MuJoCo torque is explained under the rules, as under the pictures."""
+    cell = Path(__file__).resolve().parents[1] / "benchmarks/results/recipe/cells/Hopper-SAC__moe-8__seed0"
+    res = runner.invoke(app, ["viz", str(cell), "--text"])
+    assert res.exit_code == 0, res.output
+    assert "thigh_joint_torque [x200 N m] = " in res.output
+    assert res.output.splitlines()[-1] == "[x200 N m]: an action of 1 is 200 N m (the motor multiplies it by its gear)."
+
+
 def test_piped_output_keeps_long_lines_whole(tmp_path: Path) -> None:
     _pendulum_controller(tmp_path / "ctrl")
     run = subprocess.run([sys.executable, "-c", "from interp_rl.cli import main; main()", "viz",
