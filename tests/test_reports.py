@@ -18,7 +18,7 @@ def _committed_copy(dest: Path) -> Path:
     """``benchmarks/results`` as committed (``git ls-files``): no cell's working files, no teachers."""
     listed = subprocess.run(["git", "ls-files", "-z", "benchmarks/results"], cwd=ROOT, capture_output=True,
                             check=True).stdout.decode().split("\0")
-    files = [f for f in listed if f]
+    files = [f for f in listed if f and (ROOT / f).is_file()]  # (a file deleted but not yet committed: gone)
     assert files, "benchmarks/results holds no committed files"
     for f in files:
         (dest / f).parent.mkdir(parents=True, exist_ok=True)
