@@ -365,9 +365,50 @@ class SINDyPolicy(PolicyStudent):
         mask[order] = True
         mask &= dense.ravel() != 0.0
         top = self._refit_support(Z, Yz, mask.reshape(dense.shape))
-        if np.count_nonzero(coef_z) > cap or np.sum((Yz - Z @ top.T) ** 2) < np.sum((Yz - Z @ coef_z.T) ** 2):
-            coef_z = top
+        # The largest terms overall can all belong to one action and starve the others; the budget shared out
+        # term by term, each to the action whose residual falls most, competes too.
+        shared = self._shared_out(Z, Yz, cap)
+        fits = [c for c in (coef_z, top, shared) if np.count_nonzero(c) <= cap]
+        coef_z = min(fits, key=lambda c: float(np.sum((Yz - Z @ c.T) ** 2)))
         return coef_z, threshold, opt
+
+    def _shared_out(self, Z: np.ndarray, Yz: np.ndarray, cap: int) -> np.ndarray:
+        """At most ``cap`` terms shared out between the actions by orthogonal matching pursuit: each action's next
+        term is the one most correlated with its residual, and the next term of all goes to the action whose
+        residual (refitted on its terms) it lowers most."""
+        n_actions, n_terms = Yz.shape[1], Z.shape[1]
+        norms = np.linalg.norm(Z, axis=0)
+        norms[norms == 0] = np.inf
+
+        def refit(o: int, cols: list[int]) -> np.ndarray:
+            A = Z[:, cols]
+            return Yz[:, o] - A @ np.linalg.solve(A.T @ A + self.alpha * np.eye(len(cols)), A.T @ Yz[:, o])
+
+        chosen: list[list[int]] = [[] for _ in range(n_actions)]
+        resid = [Yz[:, o].copy() for o in range(n_actions)]
+
+        def best_next(o: int) -> tuple[float, int, np.ndarray]:
+            score = np.abs(Z.T @ resid[o]) / norms
+            score[chosen[o]] = -1.0
+            j = int(np.argmax(score))
+            if score[j] <= 0:
+                return 0.0, -1, resid[o]
+            r = refit(o, [*chosen[o], j])
+            return float(resid[o] @ resid[o] - r @ r), j, r
+
+        nexts = [best_next(o) for o in range(n_actions)]
+        for _ in range(cap):
+            o = max(range(n_actions), key=lambda k: (nexts[k][0], -k))
+            gain, j, r = nexts[o]
+            if j < 0 or gain <= 1e-12 * max(1.0, float(resid[o] @ resid[o])):
+                break
+            chosen[o].append(j)
+            resid[o] = r
+            nexts[o] = best_next(o)
+        mask = np.zeros((n_actions, n_terms), dtype=bool)
+        for o, cols in enumerate(chosen):
+            mask[o, cols] = True
+        return self._refit_support(Z, Yz, mask)
 
     def _search_threshold(self, Z: np.ndarray, Yz: np.ndarray, start: float, cap: int) -> tuple[float, float]:
         """``(lower, threshold)``: the smallest threshold leaving at most ``cap`` terms (bisection on a log scale,
