@@ -938,8 +938,8 @@ settings = {{ max_leaves = 2 }}
 def test_a_sensor_suite_varies_the_features_its_controllers_read(tiny_teacher: Path, tmp_path: Path) -> None:
     """`vary` turns a suite's sizes into the features read; [settings] reach every method; the report's sensors
     section puts the features read against % of teacher, every feature being the task's own count."""
-    from interp_rl.attribution import teacher_ranking
     from envs.teachers import load_teacher
+    from interp_rl.attribution import teacher_ranking
 
     suite = tmp_path / "s.toml"
     suite.write_text(SENSOR_SUITE.format(teacher=tiny_teacher.as_posix()))
