@@ -1,7 +1,7 @@
 """The README's table of headline results, generated from the ``recipe`` suite's committed records.
 
-``python -m benchmarks.headline`` rewrites the table between the README's markers; the tests check that the
-README holds what the records give, so no percentage there is copied by hand.
+``python -m benchmarks.headline`` (from the repository's root) rewrites the table between the README's markers;
+the tests check that the README holds what the records give, so no percentage there is copied by hand.
 """
 
 from __future__ import annotations
@@ -15,22 +15,23 @@ import numpy as np
 
 from benchmarks.harness import load_records
 from benchmarks.records import summarise
+from interp_rl.document import Document
 
 __all__ = ["BEGIN", "END", "headline_table", "update_readme"]
 
 BEGIN = "<!-- headline: python -m benchmarks.headline writes this table from the records; do not edit -->"
 END = "<!-- /headline -->"
-ROOT = Path(__file__).resolve().parents[1]
+#: Where the suite's records are, relative to the repository's root.
+RECIPE = Path("benchmarks") / "results" / "recipe"
 
 
-def headline_table(results: str | Path = ROOT / "benchmarks" / "results" / "recipe", method: str = "moe") -> str:
+def headline_table(results: str | Path = RECIPE, method: str = "moe") -> str:
     """Per teacher of the suite in ``results``: ``method``'s mean % of the teacher over the seeds, the worst
     episode, the episodes below half the teacher's mean and the non-zero parameters, as a Markdown table."""
     res = Path(results)
     suite = json.loads((res / "suite.json").read_text())
     held_out = {t["name"] for t in suite.get("teachers") or [] if t.get("held_out")}
-    rows = ["| teacher | % of teacher (mean of seeds) | worst episode | episodes below half | parameters | seeds |",
-            "|---|---|---|---|---|---|"]
+    rows = []
     own = [r for r in load_records(res) if r["method"] == method and r.get("suite") == suite["name"]]
     for teacher, groups in summarise(own, reps=200).items():
         for g in groups:
@@ -38,12 +39,15 @@ def headline_table(results: str | Path = ROOT / "benchmarks" / "results" / "reci
             below = round(g.below_half * flags / 100) if flags else 0
             name = teacher + (" (held out)" if teacher in held_out else "")
             seeds = sorted(int(r["cell"]["seed"]) for r in g.records)
-            rows.append(f"| {name} | {np.mean(g.percents):.1f} | {g.worst_percent:.1f} | {below} of {flags} | "
-                        f"{g.mean('size', 'parameters'):.0f} | {', '.join(map(str, seeds))} |")
-    return "\n".join(rows)
+            rows.append([name, f"{np.mean(g.percents):.1f}", f"{g.worst_percent:.1f}", f"{below} of {flags}",
+                         f"{g.mean('size', 'parameters'):.0f}", ", ".join(map(str, seeds))])
+    doc = Document()
+    doc.table(["teacher", "% of teacher (mean of seeds)", "worst episode", "episodes below half", "parameters",
+               "seeds"], rows)
+    return doc.markdown().rstrip("\n")
 
 
-def update_readme(readme: str | Path = ROOT / "README.md", **kw: str | Path) -> bool:
+def update_readme(readme: str | Path = "README.md", **kw: str | Path) -> bool:
     """Put :func:`headline_table` between the README's markers; True when the README changed."""
     path = Path(readme)
     text = path.read_text()
@@ -58,9 +62,10 @@ def update_readme(readme: str | Path = ROOT / "README.md", **kw: str | Path) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    parser.add_argument("--readme", type=Path, default=Path("README.md"))
+    parser.add_argument("--results", type=Path, default=RECIPE, help="the recipe suite's results folder")
     args = parser.parse_args()
-    print("README updated." if update_readme(args.readme) else "README already up to date.")
+    print("README updated." if update_readme(args.readme, results=args.results) else "README already up to date.")
 
 
 if __name__ == "__main__":
