@@ -420,7 +420,11 @@ class _ProcessJobs:
         import multiprocessing
 
         # 'spawn': fresh interpreters, like Ray workers, so no torch/MuJoCo state is forked.
-        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        from interp_rl._parallel import leave_with_parent
+
+        # A worker leaves when this process is killed outright, so a rerun never has two writers on one cell.
+        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=leave_with_parent, initargs=(os.getpid(),))
         self.pending: dict[Any, Cell] = {}
 
     def submit(self, cell: Cell, *args: Any) -> None:

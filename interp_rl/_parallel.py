@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from interp_rl.errors import InterpRLError
 
-__all__ = ["usable_cpus", "side_by_side"]
+__all__ = ["leave_with_parent", "side_by_side", "usable_cpus"]
 
 T = TypeVar("T")
 Progress = Callable[[dict[str, Any]], None]
@@ -51,9 +51,15 @@ def _exit_with(parent: int) -> None:
             os._exit(1)
 
 
+def leave_with_parent(parent: int) -> None:
+    """Make this process leave as soon as ``parent`` (a process id) is gone: a pool's initializer, so that a worker
+    of a run killed outright (``kill -9``) does not go on beside the run that resumes it."""
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+
+
 def _child(task: Callable[[Progress | None], Any], conn: Connection, forward: bool, parent: int) -> None:
     """Run ``task`` in the child; send its progress rows, then ("done", result) or ("error", exception, text)."""
-    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+    leave_with_parent(parent)
     try:
         result = task((lambda row: conn.send(("progress", row))) if forward else None)
         conn.send(("done", result))

@@ -479,6 +479,39 @@ def test_killed_run_finishes_with_every_record_exactly_once(tiny_teacher: Path, 
     assert not [p for p in results.rglob("*") if ".tmp" in p.name]
 
 
+def _workers(pid: int) -> list[int]:
+    """The pool workers (spawned interpreters) among the children of process ``pid`` (Linux's /proc)."""
+    out = []
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        try:
+            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                out.append(int(child))
+        except OSError:
+            continue
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the process tree from Linux's /proc")
+def test_workers_leave_when_the_runner_is_killed_outright(tiny_teacher: Path, tmp_path: Path) -> None:
+    """`kill -9` of the runner alone: its workers stop on their own, so a rerun never has two writers on a cell."""
+    suite = write_suite(tmp_path, tiny_teacher)
+    proc = _start([*CLI, "bench", "--suite", str(suite), "--out", str(tmp_path / "r"), "--workers", "2",
+                   "--no-progress"])
+    deadline = time.monotonic() + 120
+    while len(workers := _workers(proc.pid)) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended before its workers started"
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)  # the runner only, not its process group
+    proc.wait()
+    deadline = time.monotonic() + 20
+    while alive := [w for w in workers if Path(f"/proc/{w}").exists()
+                    and "Z" not in Path(f"/proc/{w}/stat").read_text().split(")")[-1].split()[0]]:
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"workers {alive} still run 20 s after their runner was killed")
+        time.sleep(0.2)
+
+
 def test_a_results_folder_grows_but_keeps_its_meaning(bench_run: tuple[Path, Path], tmp_path: Path) -> None:
     suite, results = bench_run
     copy = tmp_path / "results"
