@@ -1060,3 +1060,29 @@ def test_warm_start_is_set_against_scratch_at_equal_environment_steps(tmp_path: 
     doc = Document()
     warm_vs_scratch_section(dataclasses.replace(ctx, summary=summarise([warm, distilled])), doc)
     assert doc.markdown().strip() == ""
+
+
+def test_the_silver_section_shows_silvers_steps_and_only_where_silver_ran(tmp_path: Path) -> None:
+    from benchmarks.analyses import ReportContext
+    from benchmarks.study_analyses import silver_section
+    from interp_rl.document import Document
+
+    facts = {"cluster_purity": 0.9, "boundary_accuracy": 0.95, "rule_accuracy": 0.875}
+    recs = [dict(_rec("CP", "silver-refit", seed, 100.0, {"fit_facts": facts}, kind="mixture"),
+                 fidelity={"teacher_states": {"agreement": a}}) for seed, a in ((0, 0.9), (1, 0.8))]
+    tree = dict(_rec("CP", "tree", 0, 60.0, {"fit_facts": None}, kind="tree"),
+                fidelity={"teacher_states": {"agreement": 0.7}})
+    images: dict[str, bytes] = {}
+    suite = {"name": "s", "teachers": [{"name": "CP", "held_out": True}]}
+    ctx = ReportContext(tmp_path, suite, [], {}, summarise([*recs, tree]), 10, 0,
+                        lambda name, data, alt: images.update({name: data}))
+    doc = Document()
+    silver_section(ctx, doc)
+    md = doc.markdown()
+    assert "## SILVER's steps" in md and "Held out (the default was not chosen on them): CP." in md
+    assert "| CP | silver-refit | 2 | 100.0 | 95.0 | 85 | 960 | 0.900 | 0.950 | 0.875 |" in md
+    assert "| CP | tree | 1 | 60.0 | 55.0 | 70 | 960 |  |  |  |" in md
+    assert list(images) == ["silver.png"]
+    doc = Document()
+    silver_section(dataclasses.replace(ctx, summary=summarise([tree])), doc)
+    assert doc.markdown().strip() == ""
