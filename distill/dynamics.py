@@ -43,6 +43,7 @@ __all__ = [
     "collect_transitions",
     "evaluate_dynamics",
     "fit_dynamics",
+    "write_evaluation",
     "learning_curve_figure",
     "learning_curve_plot",
     "prediction_figure",
@@ -438,6 +439,19 @@ def fit_dynamics(task: TaskLike, transitions: Transitions, out: str | Path, *, l
                "held_out_evaluation": evaluation, "seed": seed}
     atomic_write_text(dest / "metrics.json", json.dumps(metrics, indent=1) + "\n")
     return model, metrics
+
+
+def write_evaluation(model: SINDyDynamics, test: Transitions, out: str | Path, *,
+                     horizons: Sequence[int] = (1, 10, 50), title: str = "", **about: Any) -> dict[str, Any]:
+    """``interp-rl dynamics evaluate``: :func:`evaluate_dynamics` of ``model`` on the transitions ``test`` at
+    ``horizons``, written to ``out`` as ``evaluation.json`` (with ``about``: where the transitions come from) and
+    ``evaluation.png`` (:func:`prediction_figure`). Returns the evaluation."""
+    evaluation = {**evaluate_dynamics(model, test, horizons), **about}
+    dest = Path(out)
+    dest.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(dest / "evaluation.json", json.dumps(evaluation, indent=1) + "\n")
+    prediction_figure(evaluation, dest / "evaluation.png", title or f"{model.task_}: SINDy surrogate prediction error")
+    return evaluation
 
 
 # ------------------------------------------------------------------------------ the surrogate environment

@@ -190,6 +190,14 @@ def test_cli_dynamics_fit_evaluate_and_train(tmp_path) -> None:
     res = runner.invoke(app, ["dynamics", "evaluate", str(tmp_path / "m"), "--steps", "300", "--horizons", "1,5"])
     assert res.exit_code == 0, res.stderr
     assert (tmp_path / "m" / "evaluation.png").is_file() and (tmp_path / "m" / "evaluation.json").is_file()
+    # another check, kept apart (--out): the model's folder is left as it was
+    before = {p.name: p.read_bytes() for p in (tmp_path / "m").iterdir()}
+    res = runner.invoke(app, ["dynamics", "evaluate", str(tmp_path / "m"), "--steps", "300", "--horizons", "1,5",
+                              "--seed", "7", "--out", str(tmp_path / "check")])
+    assert res.exit_code == 0, res.stderr
+    assert json.loads((tmp_path / "check" / "evaluation.json").read_text())["seed"] == 7
+    assert (tmp_path / "check" / "evaluation.png").is_file()
+    assert {p.name: p.read_bytes() for p in (tmp_path / "m").iterdir()} == before
     bad = runner.invoke(app, ["dynamics", "fit", "--env", "Pendulum-v1", "--out", str(tmp_path / "b"),
                               "--steps", "100", "--library", "poly0"])
     assert bad.exit_code == 1

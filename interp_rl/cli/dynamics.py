@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Annotated, Any
@@ -119,24 +118,23 @@ def dynamics_evaluate(
     action_noise: Annotated[float, typer.Option(help="Gaussian noise on the policy's actions.")] = 0.1,
     horizons: Annotated[str, typer.Option(help="Prediction horizons.")] = "1,10,50",
     seed: Annotated[int, typer.Option(help="Seed of the test rollouts.")] = 12345,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Folder for evaluation.json and evaluation.png "
+                                                               "[default: the model's folder].")] = None,
 ) -> None:
     """One-step and multi-step prediction error per named state on fresh episodes; evaluation.json and .png."""
-    from distill.dynamics import SINDyDynamics, collect_transitions, evaluate_dynamics, prediction_figure
+    from distill.dynamics import SINDyDynamics, collect_transitions, write_evaluation
     from envs.dynamics import REWARDS, dynamics_task
     from interp_rl._validation import check_int
-    from interp_rl.io import atomic_write_text
 
     check_int(steps, "--steps", "interp-rl dynamics evaluate", low=2)
-    folder = model_dir if model_dir.is_dir() else model_dir.parent
+    folder = out_dir or (model_dir if model_dir.is_dir() else model_dir.parent)
     raw = SINDyDynamics.load(model_dir)
     model = SINDyDynamics.load(model_dir, reward_fn=REWARDS.get(raw.task_))
     task = dynamics_task(model.task_)
     test = collect_transitions(task.env_fn, steps, policy=_rollout_policy(policy, task.task), seed=seed,
                                action_noise=action_noise if policy else 0.0)
-    evaluation = evaluate_dynamics(model, test, _horizons(horizons))
-    evaluation.update({"source": policy or "random", "seed": seed, "transitions": steps})
-    atomic_write_text(folder / "evaluation.json", json.dumps(evaluation, indent=1) + "\n")
-    prediction_figure(evaluation, folder / "evaluation.png", f"{task.task}: SINDy surrogate prediction error")
+    evaluation = write_evaluation(model, test, folder, horizons=_horizons(horizons), source=policy or "random",
+                                  seed=seed, transitions=steps)
     out.print(_nrmse_table(evaluation, f"{task.task}: prediction error on {evaluation['episodes']} fresh episodes "
                                        f"(RMSE / std; reward {evaluation['reward_rmse']:.3g})"))
     out.print(f"Wrote evaluation.json and evaluation.png to {folder}.", markup=False)
