@@ -830,7 +830,8 @@ def attribution_agreement(
     agreement (:func:`agreement`) and both importances side by side.
 
     The controller's shipped (clipped) actions are explained, as the teacher's, so a controller whose raw output
-    runs past its bounds is compared on what it does.
+    runs past its bounds is compared on what it does. ``top_k`` is capped at the number of features (MountainCar
+    has two).
     """
     X = np.asarray(states, dtype=np.float64)
     n_states = check_int(n_states, "n_states", "attribution_agreement")
@@ -841,7 +842,7 @@ def attribution_agreement(
     names = {"features": features, "actions": actions}
     a = explain(teacher, X, bg, method=method, budget=budget, seed=seed, **names)
     b = explain(controller, X, bg, method=method, budget=budget, seed=seed, **names)  # predict: clipped actions
-    out = agreement(a, b, top_k=top_k)
+    out = agreement(a, b, top_k=min(top_k, a.values.shape[1]))
     ti, ci = a.importance(), b.importance()
     out.update({
         "estimator": a.method, "budget": a.budget, "states": a.n_states, "background": len(bg.data),

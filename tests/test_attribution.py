@@ -208,6 +208,17 @@ def test_agreement_and_round_trip(tmp_path, data):
     assert back.efficiency_gap() == pytest.approx(0.25)
 
 
+def test_teacher_and_controller_agreement_on_a_task_of_two_features() -> None:
+    """MountainCar observes two features: the top-3 overlap compares both (every benchmark cell there failed)."""
+    from interp_rl.attribution import attribution_agreement
+
+    X = np.random.default_rng(0).normal(size=(300, 2))
+    teacher = LinearProgram(intercept=[0.0], coef=[[2.0, 0.5]])
+    controller = LinearProgram(intercept=[0.0], coef=[[1.5, 0.0]])
+    out = attribution_agreement(teacher, controller, X, n_states=50, budget=64)
+    assert out["top_k"] == 2 and out["top_k_overlap"]["action_0"] == 1.0
+
+
 def test_summarize_background_is_seeded():
     X = np.random.default_rng(0).normal(size=(300, 4))
     a, b = summarize_background(X, 8, seed=1), summarize_background(X, 8, seed=1)
