@@ -163,14 +163,15 @@ def sensors_section(ctx: ReportContext, doc: Document) -> None:
 
 def env_steps(rec: dict[str, Any]) -> int | None:
     """Environment steps a record's controller was trained on: DAgger's rounds plus the fine-tuning's
-    transitions, or the training from scratch's steps; ``None`` when it distilled more than once (DART levels,
-    restarts), so its history does not count every step."""
+    transitions, or the training from scratch's steps; ``None`` when DAgger ran more than once (DART levels) or
+    repair collected more episodes, so its history does not count every step. Held-out episodes (choosing the
+    round, the restart, the checkpoint) count on neither side."""
     d = rec.get("details") or {}
     if d.get("scratch"):
         return int(d["scratch"]["steps"])
     history, config = d.get("dagger_history") or [], rec.get("config") or {}
     levels = [x for x in str(config.get("noise_levels") or "").split(",") if x.strip()]
-    if not history or len(levels) > 1 or int(config.get("restarts") or 1) > 1:
+    if not history or len(levels) > 1 or d.get("repair"):
         return None
     tuned = ((d.get("rl") or {}).get("history") or [{"step": 0}])[-1]["step"]
     return int(history[-1]["samples"]) + int(tuned)

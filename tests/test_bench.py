@@ -1043,6 +1043,10 @@ def test_warm_start_is_set_against_scratch_at_equal_environment_steps(tmp_path: 
         {"step": 0, "return_mean": 1.0}, {"step": 500, "return_mean": 2.0}]}})
     two_levels = _rec("HC", "moe-dart-rl", 0, 90.0, {"dagger_history": dagger, "rl": rl},
                       config={"noise_levels": "0,0.3"})
+    repaired = _rec("HC", "moe-repair-rl", 0, 90.0, {"dagger_history": dagger, "rl": rl, "repair": {"rounds": [1]}})
+    restarted = _rec("HC", "moe-restarts-rl", 0, 89.0, {"dagger_history": dagger, "rl": rl}, config={"restarts": 5})
+    assert env_steps(repaired) is None  # repair's fresh episodes are not in the history
+    assert env_steps(restarted) == 300  # refits of the same data, chosen on held-out episodes: no more steps
     assert env_steps(warm) == 300 and env_steps(scratch) == 300 and env_steps(longer) == 700
     assert env_steps(two_levels) is None  # two distillations: the history does not count every step
     assert warm_curve(warm) == ([100, 200, 250, 300], [200.0, 400.0, 500.0, 900.0])
