@@ -590,6 +590,18 @@ def analyses_of(suite: dict[str, Any]) -> list[str]:
     return names
 
 
+def _fidelity(g: Group, states: str) -> str:
+    """Action fidelity on ``states``: R², or for discrete actions the share of states where the controller picks
+    the teacher's class (R² of class indices means little)."""
+    same = g.mean("fidelity", states, "agreement")
+    return f"{100 * same:.0f}% same" if same is not None else _f(g.mean("fidelity", states, "r2"), ".2f")
+
+
+def _fidelity_name(groups: list[Group]) -> str:
+    discrete = any(g.mean("fidelity", "student_states", "agreement") is not None for g in groups)
+    return "fidelity R²" + (" (discrete actions: % of states with the teacher's class)" if discrete else "")
+
+
 @register_analysis("summary")
 def summary_section(ctx: ReportContext, doc: Document) -> None:
     """Per teacher and method, the smallest size reaching 90% of the teacher, else the best."""
@@ -600,14 +612,15 @@ def summary_section(ctx: ReportContext, doc: Document) -> None:
             rows.append([teacher, f"{_f(g.mean('teacher', 'return_mean'), '.0f')}", method,
                          f"{g.size}" + ("" if hit else " (best; none reaches 90%)"),
                          _f(g.mean("size", "parameters"), ".0f"), _est(g.estimate),
-                         _f(g.mean("fidelity", "student_states", "r2"), ".2f"),
+                         _fidelity(g, "student_states"),
                          f"{_f(g.mean('latency', 'speedup_single'), '.0f')}× / "
                          f"{_f(g.mean('latency', 'speedup_c_native'), '.0f')}×"])
     doc.h(2, "Summary")
     doc.p("Per teacher and method, the smallest size whose IQM reaches 90% of the teacher "
           "(else the best size).")
     doc.table(["teacher", "teacher return", "method", "size", "parameters", "% of teacher IQM [95% CI]",
-               "fidelity R² (own states)", "speed-up Python / C"], rows)
+               f"{_fidelity_name([g for gs in ctx.summary.values() for g in gs])} (own states)",
+               "speed-up Python / C"], rows)
 
 
 @register_analysis("targets")
@@ -798,8 +811,7 @@ def teachers_section(ctx: ReportContext, doc: Document) -> None:
                 f"{_f(g.below_half, '.1f')} ({len(g._failure_flags())})",
                 _f(g.mean("usage", "idle"), ".1f"),
                 _f(_pct(g.mean("details", "fit_facts", "router_agreement")), ".0f"),
-                f"{_f(g.mean('fidelity', 'teacher_states', 'r2'), '.2f')} / "
-                f"{_f(g.mean('fidelity', 'student_states', 'r2'), '.2f')}",
+                f"{_fidelity(g, 'teacher_states')} / {_fidelity(g, 'student_states')}",
                 f"{_t(g.mean('latency', 'student_single_s'))} / "
                 f"{_t(g.mean('latency', 'student_c_native_s'))}",
                 _t(g.mean("latency", "teacher_single_s")),
@@ -811,7 +823,8 @@ def teachers_section(ctx: ReportContext, doc: Document) -> None:
         doc.table(["method", "size", "leaves / experts", "depth", "non-zero terms", "parameters", "C bytes",
                    "return", "% of teacher IQM [95% CI]", "per seed", "worst episode %",
                    "% of episodes below half the teacher (episodes)",
-                   "pieces acting on < 2% of states", "router-tree agreement %", "fidelity R² teacher / own states",
+                   "pieces acting on < 2% of states", "router-tree agreement %",
+                   f"{_fidelity_name(groups)} teacher / own states",
                    "latency Python / C", "teacher latency", "batch latency / teacher", "distil s",
                    "Shapley rank agreement with the teacher (Spearman)"], rows)
         for method, g in chosen(groups).items():

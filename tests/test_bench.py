@@ -1090,3 +1090,18 @@ def test_the_silver_section_shows_silvers_steps_and_only_where_silver_ran(tmp_pa
     doc = Document()
     silver_section(dataclasses.replace(ctx, summary=summarise([tree])), doc)
     assert doc.markdown().strip() == ""
+
+
+def test_fidelity_of_discrete_actions_is_the_share_of_the_teachers_class(tmp_path: Path) -> None:
+    from benchmarks.analyses import ReportContext, summary_section
+    from interp_rl.document import Document
+
+    discrete = dict(_rec("CP", "silver", 0, 100.0, {}), fidelity={"student_states": {"r2": -3.4, "agreement": 0.87}})
+    continuous = dict(_rec("HC", "moe", 0, 90.0, {}), fidelity={"student_states": {"r2": 0.91}})
+    for recs, header, cell in [([discrete, continuous], "fidelity R² (discrete actions: % of states with the "
+                                "teacher's class) (own states)", "87% same"),
+                               ([continuous], "fidelity R² (own states)", "0.91")]:
+        doc = Document()
+        summary_section(ReportContext(tmp_path, {}, [], {}, summarise(recs), 10, 0, lambda *a: None), doc)
+        md = doc.markdown()
+        assert f"| {header} |" in md and f"| {cell} |" in md
