@@ -85,7 +85,8 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
               f"{', '.join(sorted({r['method'] for r in rs}))} on the same teachers from the `{other}` suite's results "
               f"folder (`../{other}`; same evaluation episodes); their controllers are described in that report.")
     doc.p("Every cell distils the teacher once and evaluates teacher and controller on the same "
-          f"{records[0]['episodes']} episodes (reset seeds seed, seed+1, …) of the `-v5` task. "
+          f"{records[0]['episodes']} episodes (reset seeds seed, seed+1, …) of the "
+          + ("`-v5` task. " if all(str(r["task"]).endswith("-v5") for r in records) else "task. ") +
           "% of teacher = controller return / teacher return on those episodes (for a teacher whose mean "
           "return is negative, a cost as on Reacher, 100 × (1 + (controller − teacher) / |teacher|), so that "
           "higher is better there too; below half = below 50% on that scale). Across seeds, "
