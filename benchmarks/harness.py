@@ -364,9 +364,10 @@ def _check_compatible(before: dict[str, Any], now: dict[str, Any], res: Path) ->
             # 'start' may come or go: a method starting from another's cell is checked to distil with the
             # same settings, so its controllers are the ones its own distillation makes (same seed).
             # 'held_out' labels a teacher for the report; it is not a setting.
+            # A key missing from an older suite.json is its default (None), such as a method's 'vary'.
             labels = ("sizes", "start", "held_out")
-            if prev is not None and {k: v for k, v in prev.items() if k not in labels} != {
-                    k: v for k, v in x.items() if k not in labels}:
+            if prev is not None and {k: v for k, v in prev.items() if k not in labels and v is not None} != {
+                    k: v for k, v in x.items() if k not in labels and v is not None}:
                 raise InterpRLError(f"{where}: {kind[:-1]} {x[name_key]!r} has other settings there; give it "
                                     "another name or choose another results folder.")
 

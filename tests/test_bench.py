@@ -521,6 +521,18 @@ def test_a_results_folder_grows_but_keeps_its_meaning(bench_run: tuple[Path, Pat
     res = runner.invoke(app, ["bench", "--suite", str(grown), "--out", str(copy), "--methods", "tree-constant"])
     assert res.exit_code == 0, res.output
     assert "2 cells: 0 run now, 2 already done" in " ".join(res.output.split())
+    # a folder from before a key existed (a method's 'vary'): the missing key is its default, not a change
+    saved = json.loads((copy / "suite.json").read_text())
+    for m in saved["methods"]:
+        m.pop("vary")
+    (copy / "suite.json").write_text(json.dumps(saved))
+    res = runner.invoke(app, ["bench", "--suite", str(grown), "--out", str(copy), "--methods", "tree-constant"])
+    assert res.exit_code == 0, res.output
+    # the same settings given suite-wide ([settings]) are the same settings
+    hoisted = tmp_path / "hoisted.toml"
+    hoisted.write_text(suite.read_text().replace("[targets]", '[settings]\nnoise_levels = ""\n\n[targets]', 1))
+    res = runner.invoke(app, ["bench", "--suite", str(hoisted), "--out", str(copy), "--methods", "tree-constant"])
+    assert res.exit_code == 0, res.output
     changed = tmp_path / "changed.toml"
     changed.write_text(suite.read_text().replace('leaf_model = "constant", iterations = 1',
                                                  'leaf_model = "constant", iterations = 2'))
