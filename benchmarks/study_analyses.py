@@ -66,6 +66,7 @@ def _bars(summary: dict[str, list[Group]], ylabel: str) -> bytes:
                   ha="right")
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=7)
+    fig.tight_layout()
     return png(fig)
 
 
@@ -158,6 +159,7 @@ def sensors_section(ctx: ReportContext, doc: Document) -> None:
         ax.set_xlabel("features read (k)")
         ax.set_ylabel("% of teacher")
         ax.legend(fontsize=7)
+    fig.tight_layout()
     ctx.image("sensors.png", png(fig), "% of teacher against the features read")
 
 
@@ -228,6 +230,7 @@ def warm_vs_scratch_section(ctx: ReportContext, doc: Document) -> None:
             ax.set_title(f"{teacher}: warm start against RL from scratch", fontsize=9)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
+            fig.tight_layout()
             figures.append((f"warm-vs-scratch-{_slug(teacher)}-{_slug(s.method)}.png", png(fig), teacher))
     if not rows:
         return
