@@ -65,7 +65,8 @@ def _bars(summary: dict[str, list[Group]], ylabel: str) -> bytes:
     ax.set_xticks(np.arange(len(teachers)) + width * (len(methods) - 1) / 2, teachers, fontsize=7, rotation=20,
                   ha="right")
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=7)
+    ax.set_ylim(top=max(125.0, ax.get_ylim()[1]))  # room above the bars for the legend
+    ax.legend(fontsize=7, ncol=len(methods), loc="upper center")
     fig.tight_layout()
     return png(fig)
 
