@@ -60,7 +60,7 @@ def target_checks(g: Group, targets: dict[str, float]) -> dict[str, tuple[bool, 
     (False, '31.0 min on 1 core (limit 30)')
     """
     out: dict[str, tuple[bool, str]] = {}
-    mean = float(np.mean(g.percents)) if g.percents else float("nan")
+    mean = g.mean_percent
     if "percent" in targets and np.isfinite(mean):
         t = targets["percent"]
         out["percent"] = (mean >= t, f"mean {mean:.1f}%" + ("" if mean >= t else f" ({t - mean:.1f} short of {t:g}%)"))
@@ -247,7 +247,7 @@ def at_a_glance(summary: dict[str, list[Group]], targets: dict[str, float]) -> t
             if g is None or not g.percents:
                 cells.append("–")
                 continue
-            text = f"{float(np.mean(g.percents)):.1f} / {g.worst_percent:.1f} / {round(g.below_half, 1):g}"
+            text = f"{g.mean_percent:.1f} / {g.worst_percent:.1f} / {round(g.below_half, 1):g}"
             checks = target_checks(g, targets)
             cells.append(f"**{text}**" if checks and all(ok for ok, _ in checks.values()) else text)
         seeds = sorted({s for g in groups for s in g.seeds})
@@ -411,7 +411,7 @@ def own_cells(summary: dict[str, list[Group]], methods: set[str], targets: dict[
             if len(runs) > 1:
                 rows.append([f"**{name}**", f"**{g.method}**", f"**{g.size}**",
                              f"**{', '.join(str(r['cell']['seed']) for r in runs)}**",
-                             _f(g.mean("size", "parameters"), ".0f"), _f(float(np.mean(g.percents)), ".1f"),
+                             _f(g.mean("size", "parameters"), ".0f"), _f(g.mean_percent, ".1f"),
                              _f(g.worst_percent, ".1f"), _below_count(g), _verdict(g, targets)])
     return rows
 
@@ -453,13 +453,13 @@ def sparsest_within(summary: dict[str, list[Group]], tolerance: float = 0.05) ->
                 v = g.mean("size", "nonzero_terms" if unit == "terms" else "parameters")
                 return v if v is not None else float("inf")
 
-            best = max(mine, key=lambda g: float(np.mean(g.percents)))
+            best = max(mine, key=lambda g: g.mean_percent)
             top = float(np.mean(best.percents))
-            ok = [g for g in mine if float(np.mean(g.percents)) >= top - tolerance * abs(top)]
-            sparse = min(ok, key=lambda g: (size(g), -float(np.mean(g.percents))))
+            ok = [g for g in mine if g.mean_percent >= top - tolerance * abs(top)]
+            sparse = min(ok, key=lambda g: (size(g), -g.mean_percent))
 
             def said(g: Group, unit: str = unit) -> str:
-                return (f"{g.size} ({size(g):.0f} {unit}) {float(np.mean(g.percents)):.1f}% "
+                return (f"{g.size} ({size(g):.0f} {unit}) {g.mean_percent:.1f}% "
                         f"(worst {g.worst_percent:.1f}%)")
 
             out.append(f"**{teacher}** {method}: best {said(best)}; sparsest within {tolerance:.0%} of it: "
@@ -485,19 +485,19 @@ def against_equal_sizes(summary: dict[str, list[Group]], kind: str, other: str) 
         mine = [g for g in groups if g.percents and g.records[0].get("kind") == kind]
         if not mine:
             continue
-        best = max(mine, key=lambda g: float(np.mean(g.percents)))
+        best = max(mine, key=lambda g: g.mean_percent)
         budget = best.mean("size", "parameters") or 0.0
         trees = [g for g in groups if g.percents and g.records[0].get("kind") == other
                  and (g.mean("size", "parameters") or float("inf")) <= budget]
 
         def said(g: Group) -> str:
             return (f"{g.method} {g.size} ({_f(g.mean('size', 'parameters'), '.0f')} parameters) "
-                    f"{float(np.mean(g.percents)):.1f}% (worst {g.worst_percent:.1f}%)")
+                    f"{g.mean_percent:.1f}% (worst {g.worst_percent:.1f}%)")
 
         if not trees:
             out.append(f"**{teacher}**: {said(best)}; no {other} of ≤ {budget:.0f} parameters was run")
             continue
-        tree = max(trees, key=lambda g: float(np.mean(g.percents)))
+        tree = max(trees, key=lambda g: g.mean_percent)
         a, b = float(np.mean(best.percents)), float(np.mean(tree.percents))
         out.append(f"**{teacher}**: {kind} {'above' if a > b else 'below'}, by {abs(a - b):.1f} points: "
                    f"{said(best)} against {said(tree)}")
@@ -652,7 +652,7 @@ def targets_section(ctx: ReportContext, doc: Document) -> None:
         for g in groups:
             t_worst, t_below = g.teacher_reference
             rows.append([teacher, g.method, str(g.size), _f(g.mean("size", "parameters"), ".0f"),
-                         _f(float(np.mean(g.percents)) if g.percents else None, ".1f"),
+                         _f(g.mean_percent if g.percents else None, ".1f"),
                          _f(g.worst_percent, ".1f"), _f(g.below_half, ".1f"),
                          f"{_f(t_worst, '.1f')} / {_f(t_below, '.1f')}", _verdict(g, targets)])
     doc.table(["teacher", "method", "size", "parameters", "mean % of teacher", "worst episode %",

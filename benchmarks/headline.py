@@ -11,8 +11,6 @@ import json
 import re
 from pathlib import Path
 
-import numpy as np
-
 from benchmarks.harness import load_records
 from benchmarks.records import summarise
 from interp_rl.document import Document
@@ -39,7 +37,7 @@ def headline_table(results: str | Path = RECIPE, method: str = "moe") -> str:
             below = round(g.below_half * flags / 100) if flags else 0
             name = teacher + (" (held out)" if teacher in held_out else "")
             seeds = sorted(int(r["cell"]["seed"]) for r in g.records)
-            rows.append([name, f"{np.mean(g.percents):.1f}", f"{g.worst_percent:.1f}", f"{below} of {flags}",
+            rows.append([name, f"{g.mean_percent:.1f}", f"{g.worst_percent:.1f}", f"{below} of {flags}",
                          f"{g.mean('size', 'parameters'):.0f}", ", ".join(map(str, seeds))])
     doc = Document()
     doc.table(["teacher", "% of teacher (mean of seeds)", "worst episode", "episodes below half", "parameters",

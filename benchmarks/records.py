@@ -47,6 +47,11 @@ class Group:
         return [_num(r["percent_of_teacher"]) for r in self.records]
 
     @property
+    def mean_percent(self) -> float:
+        """The mean of the seeds' % of teacher (NaN without seeds)."""
+        return float(np.mean(self.percents)) if self.percents else float("nan")
+
+    @property
     def worst_percent(self) -> float:
         """The worst single episode over all seeds, as % of its cell's teacher mean return."""
         worst = [percent_of_teacher(min(r["student"]["returns"]), r["teacher"]["return_mean"]) for r in self.records

@@ -18,7 +18,7 @@ from benchmarks.harness import load_records
 from benchmarks.records import summarise
 from interp_rl.document import Document
 from interp_rl.errors import InterpRLError
-from interp_rl.io import atomic_write_bytes, atomic_write_text
+from interp_rl.io import atomic_write_text
 
 __all__ = ["FIGURES", "write_report"]
 
@@ -66,12 +66,6 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
     name = suite.get("name") or records[0]["suite"]
     summary = summarise(records, reps=reps, seed=seed)
     doc = Document(figures=FIGURES)
-    figures: dict[str, bytes] = {}
-
-    def image(fname: str, data: bytes, alt: str) -> None:
-        figures[fname] = data
-        doc.image(fname, data, alt)
-
     doc.h(1, f"interp-rl benchmark: {name}")
     if suite.get("description"):
         doc.p(" ".join(suite["description"].split()))
@@ -99,7 +93,7 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
           "batch.")
 
     ctx = ReportContext(results=res, suite=suite, own=own, compared=compared, summary=summary, reps=reps, seed=seed,
-                        image=image)
+                        image=doc.image)
     for analysis in analyses_of(suite):
         ANALYSES[analysis](ctx, doc)
 
@@ -111,15 +105,7 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
                  f"{mach.get('system', '?')}",
                  "Teachers: " + "; ".join(f"{tname}: `{gs[0].records[0]['teacher']['source']}`"
                                           for tname, gs in summary.items())])
-    md = doc.markdown()
-    page = doc.html(f"interp-rl benchmark: {name}")
-    for fname, data in figures.items():
-        atomic_write_bytes(dest / FIGURES / fname, data)
-    for stale in sorted((dest / FIGURES).glob("*")):  # pictures of an earlier report that this one no longer shows
-        if stale.is_file() and stale.name not in figures:
-            stale.unlink()
-    paths = {"markdown": atomic_write_text(dest / "report.md", md),
-             "html": atomic_write_text(dest / "report.html", page)}
+    paths = doc.write(dest, f"interp-rl benchmark: {name}", prune=True)  # no picture of an earlier report left
     atomic_write_text(dest / "summary.json", json.dumps(
         {"suite": name, "groups": [{"teacher": g.teacher, "task": g.task, "method": g.method, "size": g.size,
                                     "seeds": g.seeds, "percent_of_teacher": g.percents, **g.estimate}

@@ -21,10 +21,6 @@ __all__ = ["env_steps", "sensor_rows", "silver_rows", "warm_curve"]
 PICKS = {"top_features": "Shapley", "random_features": "random"}
 
 
-def _mean_pct(g: Group) -> float:
-    return float(np.mean(g.percents)) if g.percents else float("nan")
-
-
 def silver_rows(summary: dict[str, list[Group]]) -> list[list[str]]:
     """Per teacher and method: % of teacher, worst episode, the teacher's class kept, size and SILVER's steps.
 
@@ -45,7 +41,7 @@ def silver_rows(summary: dict[str, list[Group]]) -> list[list[str]]:
                 return f"{np.mean(vals):.3f}" if vals else ""
 
             agree = g.mean("fidelity", "teacher_states", "agreement")
-            rows.append([teacher, g.method, str(len(g.records)), _f(_mean_pct(g), ".1f"), _f(g.worst_percent, ".1f"),
+            rows.append([teacher, g.method, str(len(g.records)), _f(g.mean_percent, ".1f"), _f(g.worst_percent, ".1f"),
                          _f(None if agree is None else 100 * agree, ".0f"), _f(g.mean("size", "parameters"), ".0f"),
                          fact("cluster_purity"), fact("boundary_accuracy"), fact("rule_accuracy")])
     return rows
@@ -59,7 +55,7 @@ def _bars(summary: dict[str, list[Group]], ylabel: str) -> bytes:
     fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(teachers)), 3.6))
     width = 0.8 / max(1, len(methods))
     for i, m in enumerate(methods):
-        ys = [next((_mean_pct(g) for g in summary[t] if g.method == m), 0.0) for t in teachers]
+        ys = [next((g.mean_percent for g in summary[t] if g.method == m), 0.0) for t in teachers]
         ax.bar(np.arange(len(teachers)) + i * width, ys, width, label=m)
     ax.axhline(100, color="grey", lw=0.8)
     ax.set_xticks(np.arange(len(teachers)) + width * (len(methods) - 1) / 2, teachers, fontsize=7, rotation=20,
@@ -115,8 +111,8 @@ def sensor_rows(groups: list[Group]) -> tuple[list[str], list[list[str]]]:
     for k in ks:
         row = [str(k)]
         for method in series:
-            g = series[method].get(k)
-            row.append("" if g is None else f"{_mean_pct(g):.1f} [{g.worst_percent:.0f}] ({len(g.records)})")
+            at = series[method].get(k)
+            row.append("" if at is None else f"{at.mean_percent:.1f} [{at.worst_percent:.0f}] ({len(at.records)})")
         rows.append(row)
     return ["features read", *series], rows
 
@@ -151,7 +147,7 @@ def sensors_section(ctx: ReportContext, doc: Document) -> None:
             doc.p("The teacher's ranking (seed 0): " + ", ".join(f"`{f}`" for f in order))
         doc.table(*sensor_rows(groups))
         for method in dict.fromkeys(g.method for g in groups):
-            pts = sorted((_k(g)[0], _mean_pct(g)) for g in groups if g.method == method)
+            pts = sorted((_k(g)[0], g.mean_percent) for g in groups if g.method == method)
             pick = _k(next(g for g in groups if g.method == method))[1]
             ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", ls="--" if pick == "random" else "-",
                     label=method)

@@ -103,11 +103,19 @@ class Document:
                 body.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in v) + "</ul>")
         return _HTML.format(title=e(title), body="\n".join(body))
 
-    def write(self, folder: str | Path, title: str, *, stem: str = "report") -> dict[str, Path]:
-        """Write ``STEM.md`` with its pictures in ``figures/``, and the self-contained ``STEM.html``, atomically."""
+    def write(self, folder: str | Path, title: str, *, stem: str = "report", prune: bool = False) -> dict[str, Path]:
+        """Write ``STEM.md`` with its pictures in ``figures/``, and the self-contained ``STEM.html``, atomically.
+
+        ``prune``: the pictures folder is this page's alone, so files an earlier version of it showed are removed.
+        """
         dest = Path(folder)
-        for name, data in self.images().items():
+        images = self.images()
+        for name, data in images.items():
             atomic_write_bytes(dest / self.figures / name, data)
+        if prune:
+            for stale in sorted((dest / self.figures).glob("*")):
+                if stale.is_file() and stale.name not in images:
+                    stale.unlink()
         return {"markdown": atomic_write_text(dest / f"{stem}.md", self.markdown()),
                 "html": atomic_write_text(dest / f"{stem}.html", self.html(title))}
 

@@ -165,6 +165,6 @@ def write_report(doc: Document, out: Path) -> Path:
         The ``report.md`` written.
     """
     title = next(v[1] for kind, v in doc.blocks if kind == "h")
-    path = doc.write(out, title)["markdown"]
+    path = doc.write(out, title, prune=True)["markdown"]
     print(f"wrote {path}")
     return path
