@@ -44,6 +44,7 @@ __all__ = [
     "Controller",
     "Program",
     "ProgramBase",
+    "Region",
     "Signal",
     "load_controller",
     "unit_note",
@@ -234,6 +235,42 @@ class AffinePieces:
         return list(self.acting) if self.acting else list(range(len(self.intercept)))
 
 
+@dataclass
+class Region:
+    """A polyhedron of observations where one affine piece acts: ``lower <= x <= upper`` and ``A @ x <= b``.
+
+    What :mod:`interp_rl.verify` checks properties on, one linear program per region. A tree's leaf is
+    a box (``A`` empty; a right branch ``x_f > t`` is ``x_f >= nextafter(t, inf)``, exactly as floats
+    compare); a mixture's expert acts where its router score is the largest (``A`` holds one row per
+    other expert). Regions may overlap on their boundaries (ties), never leave a gap.
+    """
+
+    piece: int
+    """Index of the acting piece in :meth:`ProgramBase.affine_pieces`."""
+    label: str
+    """What people call it (``leaf 3``, ``expert 2``)."""
+    lower: np.ndarray
+    """``(obs_dim,)`` box; ``-inf`` for none."""
+    upper: np.ndarray
+    """``(obs_dim,)`` box; ``inf`` for none."""
+    A: np.ndarray
+    """``(m, obs_dim)`` further constraints ``A @ x <= b`` (``m`` may be 0)."""
+    b: np.ndarray
+    """``(m,)``."""
+    intercept: np.ndarray
+    """``(act_dim,)``: the piece's unclipped actions are ``intercept + coef @ x``."""
+    coef: np.ndarray
+    """``(act_dim, obs_dim)``."""
+
+    @classmethod
+    def box(cls, piece: int, label: str, lower: np.ndarray, upper: np.ndarray, intercept: np.ndarray,
+            coef: np.ndarray) -> Region:
+        """A region that is a box."""
+        return cls(piece, label, np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64),
+                   np.zeros((0, len(lower))), np.zeros(0), np.asarray(intercept, dtype=np.float64),
+                   np.asarray(coef, dtype=np.float64))
+
+
 class ProgramBase:
     """Shared behaviour of the shipped kinds: action bounds, clipping, and fallbacks for pictures.
 
@@ -283,6 +320,11 @@ class ProgramBase:
     def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> Program:
         """The same program with its pieces' parameters replaced (structure and bounds kept)."""
         raise TypeError(f"A {self.kind} program is not piecewise affine.")
+
+    def regions(self) -> list[Region]:
+        """The observation space split into the polyhedra where one affine piece acts (kinds that are piecewise
+        affine implement it; :mod:`interp_rl.verify` decides properties on them one by one)."""
+        raise TypeError(f"A {self.kind} program is not piecewise affine: it has no regions.")
 
     def without_pieces(self, drop: Sequence[int]) -> Program:
         """The program with the pieces ``drop`` (indices of :meth:`affine_pieces`) removed, others acting in their

@@ -21,7 +21,7 @@ import numpy as np
 from interp_rl import _codegen as cg
 from interp_rl._shapley import tree_shapley
 from interp_rl.errors import ControllerFormatError
-from interp_rl.program import AffinePieces, ProgramBase, register_program, widen_columns
+from interp_rl.program import AffinePieces, ProgramBase, Region, register_program, widen_columns
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -104,6 +104,11 @@ class LinearProgram(ProgramBase):
         """One piece."""
         return AffinePieces(lambda X: np.zeros(len(X), dtype=np.int64), self.intercept[None].copy(),
                             self.coef[None].copy(), ["equations"])
+
+    def regions(self) -> list[Region]:
+        """One region, every observation."""
+        inf = np.full(self.obs_dim, np.inf)
+        return [Region.box(0, "equations", -inf, inf, self.intercept, self.coef)]
 
     def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> LinearProgram:
         return LinearProgram(intercept=intercept[0], coef=coef[0], action_low=self.action_low,

@@ -38,7 +38,7 @@ from interp_rl._shapley import tree_shapley
 from interp_rl.errors import ControllerFormatError
 from interp_rl.kinds.linear import LinearProgram
 from interp_rl.kinds.tree import TreeProgram
-from interp_rl.program import AffinePieces, ProgramBase, register_program, widen_columns
+from interp_rl.program import AffinePieces, ProgramBase, Region, register_program, widen_columns
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -51,6 +51,51 @@ __all__ = ["SQUASHES", "MixtureProgram", "router_tree"]
 SQUASHES = ("clip", "tanh")
 
 _tanh = np.frompyfunc(math.tanh, 1, 1)  # the C library's tanh, as the exported Python and C call it
+
+
+def _score_tree_boxes(trees: Sequence[TreeProgram], lower: np.ndarray,
+                      upper: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """``[(expert, lower, upper), ...]``: boxes covering ``[lower, upper]`` in each of which one expert's score
+    tree gives the largest score (the first of equal ones), found by cutting boxes along the trees' splits
+    only until the winner is settled."""
+    spans = []  # per tree: (min, max) leaf score under each node
+    for t in trees:
+        lo, hi = t.intercept[:, 0].copy(), t.intercept[:, 0].copy()
+        for node in reversed(t._preorder()):
+            if not t.is_leaf[node]:
+                kids = [int(t.left[node]), int(t.right[node])]
+                lo[node], hi[node] = lo[kids].min(), hi[kids].max()
+        spans.append((lo, hi))
+    out: list[tuple[int, np.ndarray, np.ndarray]] = []
+    stack = [(lower, upper, [0] * len(trees))]
+    while stack:
+        lo, hi, nodes = stack.pop()
+        nodes = list(nodes)
+        for k, t in enumerate(trees):  # the deepest node of each tree whose box holds all of [lo, hi]
+            n = nodes[k]
+            while not t.is_leaf[n]:
+                f, th = int(t.feature[n]), float(t.threshold[n])
+                if hi[f] <= th:
+                    n = int(t.left[n])
+                elif lo[f] > th:
+                    n = int(t.right[n])
+                else:
+                    break
+            nodes[k] = n
+        smin = np.array([spans[k][0][n] for k, n in enumerate(nodes)])
+        smax = np.array([spans[k][1][n] for k, n in enumerate(nodes)])
+        winner = next((m for m in range(len(trees))
+                       if np.all(smin[m] > smax[:m]) and np.all(smin[m] >= smax[m + 1:])), None)
+        if winner is not None:
+            out.append((winner, lo, hi))
+            continue
+        k = next(k for k, t in enumerate(trees) if not t.is_leaf[nodes[k]])
+        t, n = trees[k], nodes[k]
+        f, th = int(t.feature[n]), float(t.threshold[n])
+        hi_l, lo_r = hi.copy(), lo.copy()
+        hi_l[f], lo_r[f] = th, float(np.nextafter(th, np.inf))
+        stack += [(lo_r, hi, nodes), (lo, hi_l, nodes)]
+    return out
 
 
 def router_tree(*, feature: Any, threshold: Any, left: Any, right: Any, expert: Any, obs_dim: int,
@@ -359,6 +404,33 @@ class MixtureProgram(ProgramBase):
 
     def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> MixtureProgram:
         return dataclasses.replace(self, expert_intercept=intercept, expert_coef=coef)
+
+    def regions(self) -> list[Region]:
+        """Where each expert acts: for a linear router the polyhedron where its score is the largest (one row
+        ``(w_j - w_m) @ x <= b_m - b_j`` per other expert ``j``; ties belong to both), for a routing tree each
+        leaf's box, for score trees the boxes cut by their splits until one expert's score wins throughout.
+
+        >>> p = MixtureProgram(expert_intercept=[[0.0], [1.0]], expert_coef=np.zeros((2, 1, 1)),
+        ...                    router_intercept=[0.0, 0.0], router_coef=[[1.0], [-1.0]])
+        >>> [(r.label, r.A.tolist(), r.b.tolist()) for r in p.regions()]
+        [('expert 1', [[-2.0]], [0.0]), ('expert 2', [[2.0]], [0.0])]
+        """
+        inf = np.full(self.obs_dim, np.inf)
+        if self.tree is not None:
+            return [Region.box(m, f"expert {m + 1}", lo, hi, self.expert_intercept[m], self.expert_coef[m])
+                    for node, (lo, hi) in self.tree.leaf_boxes().items() if np.all(lo <= hi)
+                    for m in [int(self.tree.intercept[node, 0])]]
+        if self.score_trees is not None:
+            return [Region.box(m, f"expert {m + 1}", lo, hi, self.expert_intercept[m], self.expert_coef[m])
+                    for m, lo, hi in _score_tree_boxes(self.score_trees, -inf, inf)]
+        out = []
+        for m in range(self.n_experts):
+            others = [j for j in range(self.n_experts) if j != m]
+            out.append(Region(m, f"expert {m + 1}", -inf, inf.copy(),
+                              self.router_coef[others] - self.router_coef[m],
+                              self.router_intercept[m] - self.router_intercept[others],
+                              self.expert_intercept[m], self.expert_coef[m]))
+        return out
 
     def visit_summary(self, X: np.ndarray) -> str:
         """``experts acting: 1 (34%), 3 (66%)``."""

@@ -26,7 +26,7 @@ from interp_rl import _codegen as cg
 from interp_rl._shapley import tree_shapley
 from interp_rl._validation import check_int
 from interp_rl.errors import ControllerFormatError, InvalidParameterError, bad_value
-from interp_rl.program import AffinePieces, ProgramBase, register_program, widen_columns
+from interp_rl.program import AffinePieces, ProgramBase, Region, register_program, widen_columns
 
 if TYPE_CHECKING:
     from interp_rl.program import Controller
@@ -156,6 +156,39 @@ class TreeProgram(ProgramBase):
         labels = [f"leaf {number[n]}" if n in number else f"node {n}" for n in range(self.n_nodes)]
         leaves = sorted(number, key=number.__getitem__)
         return AffinePieces(self.apply, self.intercept.copy(), self.coef.copy(), labels, leaves)
+
+    def leaf_boxes(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """``{leaf node: (lower, upper)}``: the box of observations that reach each leaf, in leaf order.
+
+        A left branch ``x_f <= t`` bounds ``x_f`` above by ``t``; a right branch ``x_f > t`` bounds it
+        below by the next float after ``t``, so the boxes split the floats exactly as :meth:`apply` does.
+        A leaf no observation reaches (its path contradicts itself) has ``lower > upper`` somewhere.
+
+        >>> t = TreeProgram.from_leaves(feature=[0, -1, -1], threshold=[0.5, 0, 0], left=[1, -1, -1],
+        ...                             right=[2, -1, -1], intercept=[[0.0], [1.0], [2.0]], obs_dim=1)
+        >>> {n: (float(lo[0]), float(hi[0])) for n, (lo, hi) in t.leaf_boxes().items()}
+        {1: (-inf, 0.5), 2: (0.5000000000000001, inf)}
+        """
+        out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        stack = [(0, np.full(self.obs_dim, -np.inf), np.full(self.obs_dim, np.inf))]
+        while stack:
+            node, lo, hi = stack.pop()
+            if self.is_leaf[node]:
+                out[node] = (lo, hi)
+                continue
+            f, t = int(self.feature[node]), float(self.threshold[node])
+            lo_r, hi_l = lo.copy(), hi.copy()
+            hi_l[f] = min(hi[f], t)
+            lo_r[f] = max(lo[f], float(np.nextafter(t, np.inf)))
+            stack.append((int(self.right[node]), lo_r, hi))
+            stack.append((int(self.left[node]), lo, hi_l))
+        return out
+
+    def regions(self) -> list[Region]:
+        """One box per leaf that some observation reaches (:meth:`leaf_boxes`); the piece is the leaf's node id."""
+        number = self.leaf_numbers()
+        return [Region.box(node, f"leaf {number[node]}", lo, hi, self.intercept[node], self.coef[node])
+                for node, (lo, hi) in self.leaf_boxes().items() if np.all(lo <= hi)]
 
     def widened(self, columns: Sequence[int], obs_dim: int) -> TreeProgram:
         """The tree reading column ``columns[i]`` of a wider observation wherever it read feature ``i``."""
