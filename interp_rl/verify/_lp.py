@@ -50,7 +50,7 @@ def _box_max(r: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def maximise(c: np.ndarray, c0: float, lo: np.ndarray, hi: np.ndarray, A: np.ndarray | None = None,
-             b: np.ndarray | None = None) -> Optimum:
+             b: np.ndarray | None = None, *, _phase_one: bool = False) -> Optimum:
     """The largest value of ``c @ x + c0`` for ``lo <= x <= hi`` (finite) and ``A @ x <= b``.
 
     Examples
@@ -65,31 +65,36 @@ def maximise(c: np.ndarray, c0: float, lo: np.ndarray, hi: np.ndarray, A: np.nda
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     if np.any(lo > hi):
         return Optimum("empty")
+    if A is not None and len(A):
+        A, b = np.asarray(A, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        zero = ~np.any(A != 0.0, axis=1)
+        if np.any(b[zero] < 0):  # 0 <= b < 0: no point at all
+            return Optimum("empty")
+        A, b = A[~zero], b[~zero]
     if A is None or len(A) == 0:
         x = np.where(c > 0, hi, lo)
         return Optimum("optimal", _safe_sum(np.append(_box_max(c, lo, hi), c0)), x)
-    A, b = np.asarray(A, dtype=np.float64), np.asarray(b, dtype=np.float64)
     res = linprog(-c, A_ub=A, b_ub=b, bounds=np.stack([lo, hi], axis=1), method="highs")
     if res.status == 0:
         y = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0)
         r = c - A.T @ y
         bound = _safe_sum(np.concatenate([y * b, _box_max(r, lo, hi), [c0]]))
         return Optimum("optimal", bound, np.clip(res.x, lo, hi))
-    if res.status == 2:
+    if res.status == 2 and not _phase_one:
         return _prove_empty(A, b, lo, hi)
     return Optimum("unknown", math.inf, None, f"the LP solver stopped: {res.message}")
 
 
 def _prove_empty(A: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> Optimum:
     """``empty`` when the least largest violation ``t`` of the rows (scaled to unit norm) is provably positive."""
-    norm = np.maximum(np.linalg.norm(A, axis=1), 1e-300)
+    norm = np.linalg.norm(A, axis=1)
     An, bn = A / norm[:, None], b / norm
     worst = float(np.max(_box_max(An, lo, hi).sum(axis=1) - bn)) + 1.0
     # maximise -t subject to An x - t <= bn, x in the box, t in [-1, worst]
     At = np.hstack([An, -np.ones((len(An), 1))])
     c = np.zeros(A.shape[1] + 1)
     c[-1] = -1.0
-    o = maximise(c, 0.0, np.append(lo, -1.0), np.append(hi, worst), At, bn)
+    o = maximise(c, 0.0, np.append(lo, -1.0), np.append(hi, max(worst, -1.0)), At, bn, _phase_one=True)
     if o.status == "optimal" and o.bound < 0:
         return Optimum("empty")
     return Optimum("unknown", math.inf, None, "the region is empty or nearly so within the LP solver's tolerance")

@@ -116,10 +116,10 @@ def systems(regions: list[Region], when: list[Inequality], lo: np.ndarray, hi: n
         if len(nz) == 1:
             j, c = int(nz[0]), float(w.feat[nz[0]])
             bound = w.rhs / c
-            if c > 0:
-                bhi[j] = min(bhi[j], bound)
+            if c > 0:  # x_j <= bound, or < bound: the float below it (exact for c = 1, as people write them)
+                bhi[j] = min(bhi[j], float(np.nextafter(bound, -np.inf)) if w.strict else bound)
             else:
-                blo[j] = max(blo[j], bound)
+                blo[j] = max(blo[j], float(np.nextafter(bound, np.inf)) if w.strict else bound)
         else:
             rows.append(w.feat)
             rhs.append(w.rhs)
