@@ -84,6 +84,11 @@ def _label(controller: Controller, x: np.ndarray) -> str:
     return pieces.labels[p] if pieces.labels else f"piece {p}"
 
 
+def _step(v: float, k: int) -> float:
+    """``v`` moved ``|k|`` floats up (``k > 0``) or down (``k < 0``); ``v`` itself for ``k == 0``."""
+    return float(np.nextafter(v, np.inf if k > 0 else -np.inf)) if k else v
+
+
 def _rounding(region: Region, k: int, lo: np.ndarray, hi: np.ndarray) -> float:
     """A bound of the rounding error of the piece's ``k``-th output, summed left to right on the box."""
     w = region.coef[k]
@@ -116,10 +121,13 @@ def systems(regions: list[Region], when: list[Inequality], lo: np.ndarray, hi: n
         if len(nz) == 1:
             j, c = int(nz[0]), float(w.feat[nz[0]])
             bound = w.rhs / c
-            if c > 0:  # x_j <= bound, or < bound: the float below it (exact for c = 1, as people write them)
-                bhi[j] = min(bhi[j], float(np.nextafter(bound, -np.inf)) if w.strict else bound)
+            # x_j <= bound, or < bound: the next float inward. Exact when |c| == 1, as people write them; else
+            # widened by one float outward to cover the division's rounding (the concrete check decides).
+            step = (1 if w.strict else 0) if abs(c) == 1.0 else (0 if w.strict else -1)
+            if c > 0:
+                bhi[j] = min(bhi[j], _step(bound, -step))
             else:
-                blo[j] = max(blo[j], float(np.nextafter(bound, np.inf)) if w.strict else bound)
+                blo[j] = max(blo[j], _step(bound, step))
         else:
             rows.append(w.feat)
             rhs.append(w.rhs)
