@@ -143,7 +143,7 @@ class Verification:
         for v in self.verdicts:
             status = v.status if v.status != "refuted" else f"refuted ({len(v.failing)} regions)"
             s = self.sampled.get(v.name)
-            share = "" if s is None else (f"{s.violations} of {s.states} (≤ {100 * s.upper:.2g}% at "
+            share = "" if s is None else (f"{s.violations} of {s.states} (≤ {100 * s.upper:.3g}% at "
                                           f"{100 * CONFIDENCE:.0f}%)")
             rows.append([v.name, status, str(v.regions), f"{v.seconds:.2f}", share])
         return header, rows
@@ -164,7 +164,8 @@ class Verification:
         return out
 
     def write(self, out_dir: str | Path) -> dict[str, Path]:
-        """Write ``verification.json`` and ``verification.md`` into ``out_dir`` (atomically)."""
+        """Write ``verification.json``, ``verification.md`` and ``verification.html`` into ``out_dir`` (atomically);
+        returns their paths by format (``json``, ``markdown``, ``html``)."""
         from interp_rl.document import Document
         from interp_rl.io import atomic_write_text
 
@@ -185,7 +186,7 @@ class Verification:
         details = self.details()
         if details:
             doc.bullets(details)
-        paths["markdown"] = doc.write(out / "verification.md", "Verification")
+        paths.update(doc.write(out, "Verification", stem="verification"))
         return paths
 
 
