@@ -226,8 +226,9 @@ def _requirement(controller: Controller, sysm: _System, ineq: Inequality, squash
     region = sysm.region
     acts = [int(k) for k in np.flatnonzero(ineq.act)]
     slack = sum(abs(float(ineq.act[k])) * _rounding(region, k, sysm.lo, sysm.hi) for k in acts)
-    if squash == "tanh" and len(acts) == 1 and not np.any(ineq.feat):
-        # a = g(z) with g increasing: the largest alpha * a is alpha * g(the largest alpha-signed z)
+    if len(acts) == 1 and not np.any(ineq.feat):
+        # a = g(z) with g increasing (a clip, or tanh then a clip): the largest alpha * a is alpha * g(the
+        # largest alpha-signed z), and the rounded z is within `slack` of the exact one
         k, alpha = acts[0], float(ineq.act[acts[0]])
         sign = 1.0 if alpha > 0 else -1.0
         o = maximise(sign * region.coef[k], sign * float(region.intercept[k]), sysm.lo, sysm.hi, sysm.A, sysm.b)
@@ -237,7 +238,7 @@ def _requirement(controller: Controller, sysm: _System, ineq: Inequality, squash
         if o.status != "optimal":
             return o.reason
         z = sign * (o.bound + slack)
-        squashed = low[k] + 0.5 * (math.tanh(z) + 1.0) * (high[k] - low[k])
+        squashed = low[k] + 0.5 * (math.tanh(z) + 1.0) * (high[k] - low[k]) if squash == "tanh" else z
         top = alpha * min(max(squashed, low[k]), high[k]) - ineq.rhs
         if top < 0 or (top == 0 and not ineq.strict):
             return None

@@ -1,0 +1,315 @@
+"""Verification: property files, LP verdicts against brute force, soundness on real benchmark controllers, the CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from interp_rl.export import compile_c, find_compiler, load_c_controller, load_python_controller, write_exports
+from interp_rl.kinds.mixture import MixtureProgram, router_tree
+from interp_rl.kinds.tree import TreeProgram
+from interp_rl.program import Controller, Signal, load_controller
+from interp_rl.verify import PropertyError, clopper_pearson_upper, parse_properties, verify
+
+ROOT = Path(__file__).resolve().parents[1]
+HOPPER_MOE = ROOT / "benchmarks/results/recipe/cells/Hopper-SAC__moe-8__seed0"
+CHEETAH_TREE = ROOT / "benchmarks/results/mujoco/cells/HalfCheetah-SAC__tree-64__seed0"
+CHEETAH_STATES = ROOT / "benchmarks/results/recipe/cells/HalfCheetah-SAC__moe-8__seed0/states.npy"
+
+FEATURES = [Signal("angle", "rad"), Signal("speed", "m/s"), Signal("temp", "°C")]
+ACTIONS = [Signal("force", "N"), Signal("torque", "N m")]
+
+
+def _parse(text: str):
+    return parse_properties(text, features=FEATURES, actions=ACTIONS)
+
+
+# ----------------------------------------------------------------------------- property files
+@pytest.mark.parametrize(("text", "message"), [
+    ('[[property]]\nname = "p"\nthen = ["forse <= 1"]',
+     "Property 'p': 'forse <= 1': 'forse' is not a feature or action of the controller"),
+    ('[[property]]\nname = "p"\nwhen = ["angle >= 2 [deg]"]\nthen = ["force <= 1"]',
+     "Property 'p': 'angle >= 2 [deg]': angle is in 'rad', not 'deg'."),
+    ('[[property]]\nname = "p"\nwhen = ["force >= 2"]\nthen = ["force <= 1"]',
+     "'force' is an action; `when` speaks of features only"),
+    ('[[property]]\nname = "p"\nthen = ["angle * speed <= 1"]', "the product of two signals is not linear"),
+    ('[[property]]\nname = "p"\nthen = ["abs(force) >= 1"]', "in `then` write it as two properties"),
+    ('[[property]]\nname = "p"\nkind = "range"\naction = "force"', "a range property needs within"),
+    ('[[property]]\nname = "p"\nkind = "monotone"\naction = "force"\nfeature = "angel"',
+     "feature 'angel' is not one of the controller's features (angle, speed, temp)"),
+    ('[[property]]\nname = "p"\nkind = "magic"', "kind 'magic' is not one of rule, range"),
+    ('[[property]]\nname = "p"\nthen = ["force <= 1"]\n[[property]]\nname = "p"\nthen = ["force <= 2"]',
+     "two properties are named 'p'"),
+    ('[[property]]\nname = "p"\nthen = ["force <= 1"]\nwhen = ["angle >= "]', "the expression ends too early"),
+    ("[[property]\n", "is not valid TOML"),
+    ('[domain]\nfeatures.angel = [0, 1]\n[[property]]\nname = "p"\nthen = ["force <= 1"]',
+     "[domain.features] names 'angel', which is not a feature"),
+])
+def test_bad_property_files_get_one_line_errors(text: str, message: str) -> None:
+    with pytest.raises(PropertyError) as info:
+        _parse(text)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_inequalities_read_as_written() -> None:
+    ps = _parse('[[property]]\nname = "p"\nwhen = ["-0.1 <= angle < 0.2 [rad]", "abs(speed) >= 1"]\n'
+                'then = ["2*force - torque/4 + 0.5*temp <= 3", "force == 0"]')
+    (p,) = ps.properties
+    assert len(p.when) == 2  # abs(speed) >= 1 is an either-or
+    assert [str(w) for w in p.when[0]] == ["-angle <= 0.1", "angle < 0.2", "-speed <= -1"]
+    assert [str(w) for w in p.when[1]][-1] == "speed <= -1"
+    assert [str(r) for r in p.then] == ["0.5*temp + 2*force - 0.25*torque <= 3", "force <= 0", "-force <= 0"]
+
+
+def test_unsatisfiable_when_and_unbounded_domain_are_errors() -> None:
+    tree = TreeProgram.from_leaves(feature=[-1], threshold=[0.0], left=[-1], right=[-1], intercept=[[0.0, 0.0]],
+                                   obs_dim=3)
+    ctrl = Controller(tree, FEATURES, ACTIONS)
+    text = ('[domain]\nfrom = "given"\nfeatures = {angle = [-1, 1], speed = [-1, 1], temp = [0, 40]}\n'
+            '[[property]]\nname = "never"\nwhen = ["angle >= 0.5", "angle + speed <= -1.6"]\nthen = ["force <= 1"]')
+    with pytest.raises(PropertyError, match=r"Property 'never': `when` \(angle >= 0.5 and angle \+ speed <= -1.6\) "
+                                            "never holds in the domain"):
+        verify(ctrl, text)
+    with pytest.raises(PropertyError, match="no finite range for speed, temp; give speed = "):
+        verify(ctrl, '[domain]\nfrom = "given"\nfeatures.angle = [0, 1]\n[[property]]\nname = "p"\n'
+                     'then = ["force <= 1"]')
+
+
+def test_clopper_pearson_matches_the_beta_quantile() -> None:
+    from scipy.stats import beta
+
+    assert clopper_pearson_upper(3, 50) == pytest.approx(beta.ppf(0.95, 4, 47))
+    assert clopper_pearson_upper(0, 0) == 1.0
+
+
+# ----------------------------------------------------------------------------- LP verdicts against brute force
+_Q = st.integers(-8, 8).map(lambda k: k / 4)  # quarter steps: ties, equalities and thresholds are hit exactly
+
+
+@st.composite
+def _small_tree(draw: st.DrawFn, linear: bool) -> TreeProgram:
+    n_feat, act_dim = 2, 2
+    feature, threshold, left, right = [], [], [], []
+
+    def node(depth: int) -> int:
+        i = len(feature)
+        feature.append(-1)
+        threshold.append(0.0)
+        left.append(-1)
+        right.append(-1)
+        if depth < 3 and draw(st.booleans()):
+            feature[i] = draw(st.integers(0, n_feat - 1))
+            threshold[i] = draw(_Q)
+            left[i] = node(depth + 1)
+            right[i] = node(depth + 1)
+        return i
+
+    node(0)
+    n = len(feature)
+    intercept = [[draw(_Q) for _ in range(act_dim)] for _ in range(n)]
+    coef = np.zeros((n, act_dim, n_feat))
+    if linear:
+        for i in range(n):
+            coef[i] = np.array([[draw(_Q) for _ in range(n_feat)] for _ in range(act_dim)])
+    return TreeProgram(feature=feature, threshold=threshold, left=left, right=right, intercept=intercept,
+                       coef=coef, action_low=[-1.5, -np.inf], action_high=[1.5, 1.25])
+
+
+def _grid(ctrl: Controller, prop, lo, hi) -> tuple[bool, float]:
+    """Whether some state breaks the property, and its largest violation, over every corner the verdict can
+    depend on: the domain's bounds, the thresholds and the floats just past them, the bounds `when` gives
+    (exact for constant leaves, and for affine leaves with a requirement on one action)."""
+    tree = ctrl.program
+    values = []
+    for j in range(len(lo)):
+        cand = {lo[j], hi[j]}
+        for t in tree.threshold[tree.feature == j]:
+            cand |= {float(t), float(np.nextafter(t, np.inf))}
+        for conj in prop.when:
+            for w in conj:
+                if list(np.flatnonzero(w.feat)) == [j]:
+                    b = w.rhs / w.feat[j]
+                    cand |= {b, float(np.nextafter(b, np.inf)), float(np.nextafter(b, -np.inf))}
+        values.append(sorted(v for v in cand if lo[j] <= v <= hi[j]))
+    X = np.array(list(itertools.product(*values)))
+    A = ctrl.program.predict(X)
+    inside = np.zeros(len(X), dtype=bool)
+    for conj in prop.when:
+        ok = np.ones(len(X), dtype=bool)
+        for w in conj:
+            ok &= w.holds(X, np.zeros((len(X), 2)))
+        inside |= ok
+    broken = any(bool((~r.holds(X, A))[inside].any()) for r in prop.then)
+    worst = max((float(r.value(X, A)[inside].max()) for r in prop.then if inside.any()), default=-np.inf)
+    return broken, worst
+
+
+_WHEN = st.sampled_from([[], ["x0 >= 0.5"], ["x0 > 0.5", "x1 <= -0.25"], ["abs(x1) <= 0.75"], ["abs(x0) > 1"],
+                         ["-1 < x1 < 1.25", "x0 <= 0"]])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tree=_small_tree(linear=False), when=_WHEN,
+       then=st.sampled_from(["a0 <= 0.5", "a0 + a1 < 1", "a1 - x0 >= -0.25", "abs(a0) <= 1.25", "a0 - 2*a1 + x1 <= 0"]))
+def test_lp_verdicts_agree_with_brute_force_on_constant_trees(tree: TreeProgram, when: list[str], then: str) -> None:
+    _agree(tree, when, then)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tree=_small_tree(linear=True), when=_WHEN,
+       then=st.sampled_from(["a0 <= 0.5", "a0 > -1", "a1 <= 1", "a1 >= 0", "abs(a0) < 1.5"]))
+def test_lp_verdicts_agree_with_brute_force_on_affine_leaves(tree: TreeProgram, when: list[str], then: str) -> None:
+    _agree(tree, when, then)
+
+
+def _agree(tree: TreeProgram, when: list[str], then: str) -> None:
+    ctrl = Controller(tree, [Signal("x0"), Signal("x1")], [Signal("a0"), Signal("a1")])
+    text = ('[domain]\nfrom = "given"\nfeatures = {x0 = [-2, 2], x1 = [-2, 2]}\n[[property]]\nname = "p"\n'
+            f"when = {json.dumps(when)}\nthen = {json.dumps([then])}\n")
+    try:
+        result = verify(ctrl, text)
+    except PropertyError as exc:
+        assert "never holds in the domain" in str(exc)
+        return
+    (v,) = result.verdicts
+    prop = result.properties.properties[0]
+    broken, worst = _grid(ctrl, prop, result.lower, result.upper)
+    if v.status == "proved":
+        assert not broken, (then, when)
+    elif v.status == "refuted":
+        assert broken, (then, when)
+        cex = v.counterexample
+        assert cex is not None
+        a = tree.predict(cex.state[None, :])
+        assert any(not r.holds(cex.state[None, :], a)[0] for r in prop.then)
+    else:  # only where a bound is met exactly and rounding could go either way
+        assert not broken and worst == 0, (v.reason, worst)
+
+
+# ----------------------------------------------------------------------------- soundness on the benchmark's controllers
+HOPPER_PROPS = """
+[domain]
+from = "visited"
+margin = 0.1
+
+[[property]]
+name = "bounded"
+why = "Clipping keeps every torque in the motor's range."
+kind = "range"
+action = "thigh_joint_torque"
+within = [-1, 1]
+
+[[property]]
+name = "thigh range upright"
+why = "A test rule the mixture breaks."
+when = ["abs(torso_pitch) <= 0.1 [rad]"]
+kind = "range"
+action = "thigh_joint_torque"
+within = [-0.95, 0.95]
+
+[[property]]
+name = "foot gentle near rest"
+when = ["abs(torso_vx) <= 0.1", "abs(torso_vz) <= 0.1"]
+then = ["abs(foot_joint_torque) <= 0.5"]
+
+[[property]]
+name = "sum"
+when = ["torso_pitch - thigh_joint_angle >= 0.2"]
+then = ["thigh_joint_torque + leg_joint_torque - 0.1*torso_vx <= 2.5"]
+"""
+
+
+@pytest.mark.parametrize("path", [HOPPER_MOE, CHEETAH_TREE], ids=["hopper-mixture", "cheetah-tree-64"])
+def test_verdicts_are_sound_on_benchmark_controllers(path: Path, tmp_path: Path) -> None:
+    ctrl = load_controller(path)
+    states = np.load(path / "states.npy") if (path / "states.npy").is_file() else np.load(CHEETAH_STATES)
+    if ctrl.task.startswith("HalfCheetah"):
+        text = HOPPER_PROPS.replace("thigh_joint_torque", "bthigh_torque").replace("leg_joint_torque", "bshin_torque") \
+            .replace("foot_joint_torque", "bfoot_torque").replace("thigh_joint_angle", "bthigh_angle")
+    else:
+        text = HOPPER_PROPS
+    result = verify(ctrl, text, states=states)
+    statuses = {v.name: v.status for v in result.verdicts}
+    assert statuses["bounded"] == "proved"
+    assert "refuted" in statuses.values()
+    assert "unknown" not in statuses.values()
+    rng = np.random.default_rng(0)
+    files = write_exports(ctrl, tmp_path, formats=("python", "c"))
+    act_py = load_python_controller(files["python"])
+    act_c = load_c_controller(compile_c(files["c"], tmp_path)) if find_compiler() else None
+    for v, prop in zip(result.verdicts, result.properties.properties, strict=True):
+        if v.status == "proved":  # holds on 100,000 random states of its domain
+            X = rng.uniform(result.lower, result.upper, size=(100_000, len(result.lower)))
+            zeros = np.zeros((len(X), ctrl.program.act_dim))
+            inside = np.zeros(len(X), dtype=bool)
+            for conj in prop.when:
+                ok = np.ones(len(X), dtype=bool)
+                for w in conj:
+                    ok &= w.holds(X, zeros)
+                inside |= ok
+            A = ctrl.predict(X[inside])
+            for r in prop.then:
+                assert r.holds(X[inside], A).all(), v.name
+        elif v.status == "refuted":  # the counterexample breaks it through predict, the Python and the C export
+            cex = v.counterexample
+            assert cex is not None
+            assert np.all(cex.state >= result.lower) and np.all(cex.state <= result.upper)
+            zero = np.zeros((1, ctrl.program.act_dim))
+            assert any(all(w.holds(cex.state[None, :], zero)[0] for w in conj) for conj in prop.when)
+            runs = [ctrl.predict(cex.state), np.array(act_py(cex.state.tolist()))]
+            if act_c is not None:
+                runs.append(np.array(act_c(cex.state.tolist())))
+            for a in runs:
+                assert np.array_equal(a, cex.action)
+                assert any(not r.holds(cex.state[None, :], a[None, :])[0] for r in prop.then), v.name
+    assert result.seconds < 60  # generous here; the benchmark's timing is measured in benchmarks/
+
+
+def test_mixture_routers_agree_on_regions() -> None:
+    """Tree-routed and linearly routed mixtures: every random state lies in a region of the expert that acts."""
+    rng = np.random.default_rng(3)
+    lin = MixtureProgram(expert_intercept=rng.normal(size=(3, 1)), expert_coef=rng.normal(size=(3, 1, 2)),
+                         router_intercept=rng.normal(size=3), router_coef=rng.normal(size=(3, 2)))
+    tree = router_tree(feature=[0, 1, -1, -1, -1], threshold=[0.1, -0.3, 0, 0, 0], left=[1, 3, -1, -1, -1],
+                       right=[2, 4, -1, -1, -1], expert=[0, 0, 2, 1, 0], obs_dim=2)
+    routed = MixtureProgram(expert_intercept=lin.expert_intercept, expert_coef=lin.expert_coef, tree=tree)
+    scores = [router_tree(feature=[k % 2, -1, -1], threshold=[0.2 * k, 0, 0], left=[1, -1, -1], right=[2, -1, -1],
+                          expert=[0, float(k), float(2 - k)], obs_dim=2) for k in range(3)]
+    scored = MixtureProgram(expert_intercept=lin.expert_intercept, expert_coef=lin.expert_coef, score_trees=scores)
+    X = rng.uniform(-2, 2, size=(2000, 2))
+    for prog in (lin, routed, scored):
+        regions = prog.regions()
+        acting = prog.route(X)
+        for x, m in zip(X, acting, strict=True):
+            inside = [r.piece for r in regions if np.all(x >= r.lower) and np.all(x <= r.upper)
+                      and np.all(r.A @ x <= r.b + 1e-12)]
+            assert m in inside
+
+
+# ----------------------------------------------------------------------------- the command line
+def test_verify_command(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from interp_rl.cli import app
+
+    props = tmp_path / "hopper.toml"
+    props.write_text(HOPPER_PROPS)
+    res = CliRunner().invoke(app, ["verify", str(HOPPER_MOE), "--properties", str(props), "--out",
+                                   str(tmp_path / "v")])
+    assert res.exit_code == 3, res.output
+    assert "refuted at torso_z = " in res.output
+    data = json.loads((tmp_path / "v/verification.json").read_text())
+    assert data["counts"]["proved"] >= 1 and data["counts"]["refuted"] >= 1
+    assert (tmp_path / "v/verification.md").read_text().count("refuted") >= 1
+    only = CliRunner().invoke(app, ["verify", str(HOPPER_MOE), "--properties", str(props), "--property", "bounded"])
+    assert only.exit_code == 0, only.output
+    bad = CliRunner().invoke(app, ["verify", str(HOPPER_MOE), "--properties", str(tmp_path / "nope.toml")])
+    assert bad.exit_code == 1
+    assert "Property file" in bad.output and "does not exist" in bad.output
