@@ -313,3 +313,29 @@ def test_verify_command(tmp_path: Path) -> None:
     bad = CliRunner().invoke(app, ["verify", str(HOPPER_MOE), "--properties", str(tmp_path / "nope.toml")])
     assert bad.exit_code == 1
     assert "Property file" in bad.output and "does not exist" in bad.output
+
+
+# ----------------------------------------------------------------------------- repair
+def test_repair_refits_only_failing_leaves_until_proved() -> None:
+    from interp_rl.verify.repair import repair
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform([10, 0], [30, 1], size=(2000, 2))
+    Y = (0.3 * (22 - X[:, :1]) + 0.5 * X[:, 1:]).clip(-1, 1)  # too eager when hot and occupied
+    tree = TreeProgram.from_leaves(feature=[0, -1, -1], threshold=[23.5, 0, 0], left=[1, -1, -1], right=[2, -1, -1],
+                                   intercept=[[0.0], [0.2], [0.3]], coef={1: {(0, 0): -0.05}, 2: {(0, 1): 0.5}},
+                                   obs_dim=2, action_low=[-1], action_high=[1])
+    ctrl = Controller(tree, [Signal("zone_temperature", "°C"), Signal("occupancy")], [Signal("setpoint_change", "°C")])
+    text = ('[domain]\nfrom = "given"\nfeatures = {zone_temperature = [10, 35], occupancy = [0, 1]}\n'
+            '[[property]]\nname = "hot and occupied"\nwhen = ["zone_temperature > 23.5 [°C]", "occupancy >= 0.5"]\n'
+            'then = ["setpoint_change <= 0"]\n')
+    before = verify(ctrl, text)
+    assert before.verdicts[0].status == "refuted"
+    fixed = repair(ctrl, before, X, Y)
+    assert fixed.pieces == ["leaf 2"]
+    after = verify(fixed.controller, text)
+    assert after.verdicts[0].status == "proved"
+    new = fixed.controller.program
+    assert np.array_equal(new.intercept[1], tree.intercept[1]) and np.array_equal(new.coef[1], tree.coef[1])
+    assert np.array_equal(new.coef[2] != 0, tree.coef[2] != 0)  # structure kept
+    assert np.array_equal(new.feature, tree.feature) and np.array_equal(new.threshold, tree.threshold)

@@ -59,7 +59,8 @@ def verify(
     import numpy as np
 
     from interp_rl.program import load_controller
-    from interp_rl.verify import load_properties, verify as run_verify
+    from interp_rl.verify import load_properties
+    from interp_rl.verify import verify as run_verify
 
     ctrl = load_controller(controller)
     props = load_properties(properties, features=ctrl.features, actions=ctrl.actions)
