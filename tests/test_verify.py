@@ -339,3 +339,22 @@ def test_repair_refits_only_failing_leaves_until_proved() -> None:
     assert np.array_equal(new.intercept[1], tree.intercept[1]) and np.array_equal(new.coef[1], tree.coef[1])
     assert np.array_equal(new.coef[2] != 0, tree.coef[2] != 0)  # structure kept
     assert np.array_equal(new.feature, tree.feature) and np.array_equal(new.threshold, tree.threshold)
+
+
+def test_verify_repair_command(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from interp_rl.cli import app
+
+    cell = ROOT / "benchmarks/results/recipe/cells/HalfCheetah-SAC__moe-8__seed0"
+    if not (cell / "distillation.npz").is_file():
+        pytest.skip("the benchmark cell's distillation data is not committed")
+    props = tmp_path / "cheetah.toml"
+    props.write_text('[[property]]\nname = "level"\nwhen = ["abs(torso_pitch) <= 0.05 [rad]", '
+                     '"abs(torso_pitch_rate) <= 0.5"]\nkind = "range"\naction = "bthigh_torque"\nwithin = [-0.9, 0.9]\n')
+    res = CliRunner().invoke(app, ["verify", str(cell), "--properties", str(props), "--repair", "--out",
+                                   str(tmp_path / "r"), "--episodes", "2"])
+    assert res.exit_code == 0, res.output
+    assert "after repair: level: proved" in res.output and "before," in res.output
+    fixed = load_controller(tmp_path / "r")
+    assert verify(fixed, props.read_text(), states=np.load(cell / "states.npy")).verdicts[0].status == "proved"

@@ -53,9 +53,15 @@ def verify(
         "--out", help="Folder for verification.json and verification.md.")] = None,
     only: Annotated[list[str] | None, typer.Option(
         "--property", help="Decide only this property (repeat for several).")] = None,
+    repair: Annotated[bool, typer.Option(
+        "--repair", help="Refit the pieces that break a property on the controller's distillation data, verify "
+                         "again, and write the repaired controller to --out.")] = False,
+    episodes: Annotated[int, typer.Option(
+        help="With --repair: episodes to compare the returns before and after (0: none).")] = 20,
+    seed: Annotated[int, typer.Option(help="With --repair: seed of the first comparison episode.")] = 0,
 ) -> None:
     """Decide every property of a property file for a saved controller: proved, refuted (with a counterexample
-    state) or unknown (with the reason). Exits with status 3 when a property is refuted."""
+    state) or unknown (with the reason). Exits with status 3 when a property is (still) refuted."""
     import numpy as np
 
     from interp_rl.program import load_controller
@@ -82,5 +88,38 @@ def verify(
     if out_dir is not None:
         paths = result.write(out_dir)
         out.print(f"Wrote {paths['markdown']} and {paths['json']}.", markup=False)
+    if repair and counts["refuted"]:
+        if out_dir is None:
+            raise InterpRLError("--repair writes the repaired controller: give --out FOLDER.")
+        result = _repair(ctrl, controller, result, props, visited, bounds, only, out_dir, episodes, seed)
+        counts = result.counts()
     if counts["refuted"]:
         raise typer.Exit(REFUTED_EXIT)
+
+
+def _repair(ctrl: Any, path: Path, result: Any, props: Any, visited: Any, bounds: Any, only: Any, out_dir: Path,
+            episodes: int, seed: int) -> Any:
+    from interp_rl.evidence import load_data
+    from interp_rl.verify import verify as run_verify
+    from interp_rl.verify.repair import repair
+
+    data = load_data(path)
+    fixed = repair(ctrl, result, data.observations, data.actions, data.weights)
+    again = run_verify(fixed.controller, props, states=visited, task_bounds=bounds, names=only)
+    fixed.controller.save(Path(out_dir) / "controller.json")
+    out.print(f"Repaired {', '.join(fixed.properties)} by refitting {', '.join(fixed.pieces)} (squared error on "
+              f"their data {fixed.fit_before:.4g} -> {fixed.fit_after:.4g}).", markup=False)
+    for v in again.verdicts:
+        out.print(f"  after repair: {v.name}: {v.status}", markup=False)
+    if episodes > 0:
+        from interp_rl.rollouts import evaluate
+
+        env_fn, task = _controller_env(ctrl, None)
+        old = evaluate(ctrl, env_fn, episodes, seed, task=task)
+        new = evaluate(fixed.controller, env_fn, episodes, seed, task=task)
+        out.print(f"Return over {episodes} episodes (seeds {seed}..{seed + episodes - 1}): {old.mean_return:.1f} "
+                  f"(worst {min(old.returns):.1f}) before, {new.mean_return:.1f} (worst {min(new.returns):.1f}) after.",
+                  markup=False)
+    paths = again.write(out_dir)
+    out.print(f"Wrote {Path(out_dir) / 'controller.json'} and {paths['markdown']}.", markup=False)
+    return again
