@@ -342,19 +342,32 @@ def test_repair_refits_only_failing_leaves_until_proved() -> None:
 
 
 def test_verify_repair_command(tmp_path: Path) -> None:
+    """A pendulum tree that pushes the wrong way when falling right is repaired from its data, end to end."""
     from typer.testing import CliRunner
 
+    from envs import task_signals
     from interp_rl.cli import app
+    from interp_rl.evidence import DistillationData, save_data
 
-    cell = ROOT / "benchmarks/results/recipe/cells/HalfCheetah-SAC__moe-8__seed0"
-    if not (cell / "distillation.npz").is_file():
-        pytest.skip("the benchmark cell's distillation data is not committed")
-    props = tmp_path / "cheetah.toml"
-    props.write_text('[[property]]\nname = "level"\nwhen = ["abs(torso_pitch) <= 0.05 [rad]", '
-                     '"abs(torso_pitch_rate) <= 0.5"]\nkind = "range"\naction = "bthigh_torque"\nwithin = [-0.9, 0.9]\n')
-    res = CliRunner().invoke(app, ["verify", str(cell), "--properties", str(props), "--repair", "--out",
+    features, actions = task_signals("Pendulum-v1")
+    rng = np.random.default_rng(0)
+    th = rng.uniform(-np.pi, np.pi, 3000)
+    X = np.stack([np.cos(th), np.sin(th), rng.uniform(-8, 8, 3000)], axis=1)
+    Y = (-10 * X[:, 1:2] - 1.0 * X[:, 2:3]).clip(-2, 2)
+    tree = TreeProgram.from_leaves(feature=[1, -1, -1], threshold=[0.0, 0, 0], left=[1, -1, -1], right=[2, -1, -1],
+                                   intercept=[[0.0], [1.0], [0.5]], coef={2: {(0, 2): -1.0}}, obs_dim=3,
+                                   action_low=[-2], action_high=[2])
+    folder = tmp_path / "pendulum"
+    Controller(tree, features, actions, "Pendulum-v1").save(folder / "controller.json")
+    save_data(folder, DistillationData(X, Y))
+    props = tmp_path / "pendulum.toml"
+    props.write_text('[domain]\nfrom = "task"\n[[property]]\nname = "push back"\n'
+                     'when = ["sin_theta >= 0.5", "theta_dot >= 0"]\nthen = ["torque <= 0"]\n')
+    res = CliRunner().invoke(app, ["verify", str(folder), "--properties", str(props), "--repair", "--out",
                                    str(tmp_path / "r"), "--episodes", "2"])
     assert res.exit_code == 0, res.output
-    assert "after repair: level: proved" in res.output and "before," in res.output
+    assert "refuted at cos_theta = " in res.output
+    assert "after repair: push back: proved" in res.output and "before," in res.output
     fixed = load_controller(tmp_path / "r")
-    assert verify(fixed, props.read_text(), states=np.load(cell / "states.npy")).verdicts[0].status == "proved"
+    assert verify(fixed, props.read_text(), task_bounds=(-np.array([1.0, 1.0, 8.0]), np.array([1.0, 1.0, 8.0]))
+                  ).verdicts[0].status == "proved"
