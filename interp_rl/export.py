@@ -16,9 +16,14 @@ rounds once instead of twice and changes the last bit) with ``#pragma GCC optimi
 excess-precision arithmetic unless ``INTERP_RL_ALLOW_INEXACT`` is defined. Compile it with
 ``-ffp-contract=off`` all the same.
 
-:func:`write_exports` writes ``controller.json``, ``controller.py`` and ``controller.c`` side by
-side; :func:`load_python_controller`, :func:`compile_c` and :func:`load_c_controller` bring the
-exported code back into Python (for tests and for :func:`measure_latency`).
+:func:`to_onnx` writes the same controller as an ONNX model (float64 input ``obs`` ``(N, obs_dim)``,
+output ``action`` ``(N, act_dim)``) for runtimes that take ONNX: each kind's ``onnx_graph`` builds
+its arithmetic operation for operation (:mod:`interp_rl._onnx`), then the same clipping.
+
+:func:`write_exports` writes ``controller.json``, ``controller.py`` and ``controller.c`` (and
+``controller.onnx`` when asked) side by side; :func:`load_python_controller`, :func:`compile_c`,
+:func:`load_c_controller` and :func:`load_onnx_controller` bring the exported code back into Python
+(for tests and for :func:`measure_latency`).
 """
 
 from __future__ import annotations
@@ -35,15 +40,18 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from interp_rl._codegen import WIDTH, comment, lit
 from interp_rl._validation import check_int
 from interp_rl.errors import ExportError
-from interp_rl.io import atomic_write_text
-from interp_rl.program import FORMAT, FORMAT_VERSION, Controller, Program, Signal
+from interp_rl.io import atomic_write_bytes, atomic_write_text
+from interp_rl.program import FORMAT, FORMAT_VERSION, Controller, Program, ProgramBase, Signal, float_out
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = [
     "C_FLAGS",
@@ -52,9 +60,11 @@ __all__ = [
     "compile_c",
     "find_compiler",
     "load_c_controller",
+    "load_onnx_controller",
     "load_python_controller",
     "measure_latency",
     "to_c",
+    "to_onnx",
     "to_python",
     "write_exports",
 ]
@@ -370,15 +380,176 @@ def to_c(controller: Controller) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ------------------------------------------------------------------------------ ONNX
+_PRODUCER = "interp-rl"
+
+
+def _signal_list(signals: Sequence[Signal], low: Any = None, high: Any = None) -> str:
+    items = []
+    for i, s in enumerate(signals):
+        item: dict[str, Any] = s.to_dict()
+        if low is not None:
+            item |= {"low": float_out(low[i]), "high": float_out(high[i])}
+        items.append(item)
+    return json.dumps(items, ensure_ascii=False)
+
+
+def to_onnx(controller: Controller) -> onnx.ModelProto:
+    """An ONNX model computing ``controller.predict`` in float64, for runtimes that take ONNX.
+
+    The model has one input, ``obs`` (float64, ``(N, obs_dim)``, raw observations, one row per state,
+    ``N`` free) and one output, ``action`` (float64, ``(N, act_dim)``). The graph is the program kind's
+    arithmetic operation for operation (its ``onnx_graph``), then ``min(max(y, low), high)``; it uses
+    ONNX opset 13 (:data:`interp_rl._onnx.OPSET`). Trees, linear policies and mixtures give the same
+    doubles as ``predict``; equations too up to ``sin``, ``cos``, ``tanh`` and ``exp``, which are the
+    runtime's rather than the C library's and may differ in the last bits. Unlike ``predict``, the model
+    does not check that observations are finite: check them before calling it.
+
+    The model's metadata (``metadata_props``) names the task, the program kind, the controller format
+    and its version, and holds the features and actions with their units (and the actions' bounds) as
+    JSON; the input's and output's doc strings list them too.
+
+    Parameters
+    ----------
+    controller : Controller
+        A controller whose program kind has an ONNX form (every shipped kind).
+
+    Returns
+    -------
+    onnx.ModelProto
+        The model, checked with ``onnx.checker``; ``model.SerializeToString()`` is the file.
+
+    Raises
+    ------
+    ExportError
+        If the action bounds hold NaN or the program kind has no ONNX form.
+
+    Examples
+    --------
+    >>> from interp_rl.kinds.linear import LinearProgram
+    >>> from interp_rl.program import Controller, Signal
+    >>> ctrl = Controller(LinearProgram(intercept=[0.5], coef=[[0.0, 2.0]], action_low=[-1.0], action_high=[1.0]),
+    ...                   features=[Signal("angle", "rad"), Signal("speed", "m/s")], actions=[Signal("torque", "N m")])
+    >>> model = to_onnx(ctrl)
+    >>> [node.op_type for node in model.graph.node]
+    ['Gather', 'Mul', 'Add', 'Max', 'Min', 'Identity']
+    >>> act = load_onnx_controller(model)
+    >>> act([[0.0, 0.1], [0.0, 3.0]]).tolist(), ctrl.predict([[0.0, 0.1], [0.0, 3.0]]).tolist()
+    ([[0.7], [1.0]], [[0.7], [1.0]])
+    """
+    import onnx
+    from onnx import TensorProto, helper
+
+    from interp_rl import __version__
+    from interp_rl._onnx import IR_VERSION, OPSET, OnnxGraph
+
+    prog = _check_exportable(controller)
+    if getattr(type(prog), "onnx_graph", ProgramBase.onnx_graph) is ProgramBase.onnx_graph:
+        raise ExportError(f"A {prog.kind} program has no ONNX form; export it as Python, C or JSON instead.")
+    obs_dim, act_dim = prog.obs_dim, prog.act_dim
+    graph = OnnxGraph(obs_dim, input_name="obs")
+    y = graph.clip(prog.onnx_graph(graph), prog.action_low, prog.action_high)  # type: ignore[attr-defined]
+    graph.op("Identity", y, out="action")
+    features = "; ".join(f"column {i} = {s.label}" for i, s in enumerate(controller.features))
+    actions = "; ".join(f"column {i} = {s.label}, {_bounds_text(prog.action_low[i], prog.action_high[i])}"
+                        for i, s in enumerate(controller.actions))
+    inputs = [helper.make_tensor_value_info(
+        "obs", TensorProto.DOUBLE, ["N", obs_dim],
+        f"Raw observations, one row per state (float64, finite; not checked). {features}".rstrip(". ") + ".")]
+    outputs = [helper.make_tensor_value_info(
+        "action", TensorProto.DOUBLE, ["N", act_dim],
+        f"Actions, one row per state (float64). {actions}".rstrip(". ") + ".")]
+    task = controller.task or "(none)"
+    doc = (f"Standalone controller exported by interp-rl: action = act(obs) for task {task}, program kind "
+           f"{prog.kind} ({FORMAT} version {FORMAT_VERSION}). The graph follows the kind's arithmetic operation "
+           "for operation in float64, then clips to the action bounds as min(max(y, low), high).")
+    onnx_graph = helper.make_graph(graph.nodes, f"interp_rl_{prog.kind}", inputs, outputs,
+                                   initializer=graph.initializers, doc_string=doc)
+    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION,
+                              producer_name=_PRODUCER, producer_version=__version__, doc_string=doc)
+    helper.set_model_props(model, {
+        "format": FORMAT,
+        "format_version": str(FORMAT_VERSION),
+        "task": controller.task,
+        "kind": prog.kind,
+        "obs_dim": str(obs_dim),
+        "act_dim": str(act_dim),
+        "features": _signal_list(controller.features),
+        "actions": _signal_list(controller.actions, prog.action_low, prog.action_high),
+    })
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except onnx.checker.ValidationError as exc:  # pragma: no cover - a bug in a kind's onnx_graph
+        raise ExportError(f"The ONNX model of the {prog.kind} controller is invalid: {exc}") from None
+    return model
+
+
+def load_onnx_controller(model: str | os.PathLike[str] | onnx.ModelProto) -> Callable[[Any], np.ndarray]:
+    """Load an ONNX model written by :func:`to_onnx` into onnxruntime and return ``act(obs) -> actions``.
+
+    Parameters
+    ----------
+    model : path or onnx.ModelProto
+        The model, a ``controller.onnx`` file, or the folder holding it.
+
+    Returns
+    -------
+    callable
+        ``act(obs)``: float64 actions ``(n, act_dim)`` for observations ``(n, obs_dim)``, or ``(act_dim,)``
+        for one observation ``(obs_dim,)``.
+
+    Raises
+    ------
+    ExportError
+        If the file is missing or onnxruntime cannot load it.
+    """
+    import onnxruntime as ort
+
+    if isinstance(model, (str, os.PathLike)):
+        p = Path(model)
+        if p.is_dir():
+            p = p / EXPORT_FILES["onnx"]
+        if not p.is_file():
+            raise ExportError(f"ONNX controller {str(p)!r} does not exist.")
+        data = p.read_bytes()
+        source = repr(str(p))
+    else:
+        data, source = model.SerializeToString(), "the ONNX model"
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # errors only
+    try:
+        session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime raises its own exception types
+        raise ExportError(f"onnxruntime cannot load {source}: {exc}") from None
+
+    def act(obs: Any) -> np.ndarray:
+        x = np.asarray(obs, dtype=np.float64)
+        single = x.ndim == 1
+        out = session.run(["action"], {"obs": x[None, :] if single else x})[0]
+        return out[0] if single else out
+
+    act._session = session  # type: ignore[attr-defined]
+    return act
+
+
 # ------------------------------------------------------------------------------ files
 #: Export formats and the file each is written to.
-EXPORT_FILES = {"json": "controller.json", "python": "controller.py", "c": "controller.c"}
+EXPORT_FILES = {"json": "controller.json", "python": "controller.py", "c": "controller.c", "onnx": "controller.onnx"}
 _MARKERS = {"json": f'"format": "{FORMAT}"', "python": '"""Standalone controller exported by interp-rl',
             "c": "/* Standalone controller exported by interp-rl"}
 
 
 def _written_by_us(path: Path, fmt: str) -> bool:
     """Whether ``path`` is an interp-rl export (so overwriting it loses nothing of the user's)."""
+    if fmt == "onnx":
+        import onnx
+
+        try:
+            model = onnx.load(str(path), load_external_data=False)
+        except Exception:  # not a readable ONNX file: protobuf's and onnx's errors vary
+            return False
+        props = {p.key: p.value for p in model.metadata_props}
+        return model.producer_name == _PRODUCER and props.get("format") == FORMAT
     try:
         with open(path, encoding="utf-8") as fh:
             head = fh.read(4096)
@@ -394,7 +565,8 @@ def write_exports(
     *,
     force: bool = False,
 ) -> dict[str, Path]:
-    """Write ``controller.json``, ``controller.py`` and ``controller.c`` into ``out_dir``, atomically.
+    """Write ``controller.json``, ``controller.py`` and ``controller.c`` (or the ``formats`` asked for, ``onnx``
+    among them) into ``out_dir``, atomically.
 
     Every source is generated and every target checked before anything is written, so an error
     leaves ``out_dir`` as it was. An existing file is replaced only if interp-rl wrote it (an
@@ -406,8 +578,8 @@ def write_exports(
         The controller to export.
     out_dir : path
         Folder to write into (created if missing; an existing file is an error).
-    formats : sequence of {"json", "python", "c"}
-        Which exports to write.
+    formats : sequence of {"json", "python", "c", "onnx"}
+        Which exports to write (``onnx``: ``controller.onnx``, see :func:`to_onnx`).
     force : bool, default False
         Overwrite files that interp-rl did not write.
 
@@ -415,6 +587,12 @@ def write_exports(
     -------
     dict of str to Path
         ``{"json": ..., "python": ..., "c": ...}`` for the formats written.
+
+    Raises
+    ------
+    ExportError
+        If a target exists and interp-rl did not write it (without ``force``), or a format cannot hold the
+        controller (a kind with no ONNX form, a tree too deep for Python).
 
     Examples
     --------
@@ -436,8 +614,10 @@ def write_exports(
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ExportError(f"{str(out)!r} is a file; give a folder to export into.")
-    text = {"json": lambda: json.dumps(controller.to_dict(), indent=1) + "\n",
-            "python": lambda: to_python(controller), "c": lambda: to_c(controller)}
+    text: dict[str, Callable[[], str | bytes]] = {
+        "json": lambda: json.dumps(controller.to_dict(), indent=1) + "\n",
+        "python": lambda: to_python(controller), "c": lambda: to_c(controller),
+        "onnx": lambda: to_onnx(controller).SerializeToString()}
     sources = {f: text[f]() for f in formats}
     for f in sources:
         target = out / EXPORT_FILES[f]
@@ -445,7 +625,8 @@ def write_exports(
             raise ExportError(f"{str(target)!r} exists and was not written by interp-rl; choose another folder "
                               "or pass --force (force=True) to overwrite it.")
     out.mkdir(parents=True, exist_ok=True)
-    return {f: atomic_write_text(out / EXPORT_FILES[f], src) for f, src in sources.items()}
+    return {f: atomic_write_bytes(out / EXPORT_FILES[f], src) if isinstance(src, bytes)
+            else atomic_write_text(out / EXPORT_FILES[f], src) for f, src in sources.items()}
 
 
 def load_python_controller(path: str | os.PathLike[str]) -> Callable[[list[float]], list[float]]:

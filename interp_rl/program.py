@@ -11,8 +11,9 @@ together, in one module of :mod:`interp_rl.kinds`:
 * its size (``size()``: ``parameters``, ``nonzero_terms`` and figures of its own, such as
   ``leaves`` and ``depth``);
 * its explanation in named features and units (``explain``, ``explain_decision``, ``to_dot``);
-* standalone code (``python_body``, ``c_body``: the statements that set ``y0 ... y{k-1}``; the
-  shared frame, the clipping and the checks are written by :mod:`interp_rl.export`).
+* standalone code (``python_body``, ``c_body``: the statements that set ``y0 ... y{k-1}``;
+  ``onnx_graph``: the same arithmetic as ONNX operations, optional; the shared frame, the clipping
+  and the checks are written by :mod:`interp_rl.export`).
 
 A :class:`Controller` is a program plus the names and units of what it reads and drives, the
 task, and provenance; it is what is saved, loaded (:func:`load_controller`, for every kind),
@@ -29,13 +30,16 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from interp_rl._validation import check_observations
 from interp_rl.errors import ControllerFormatError
 from interp_rl.io import atomic_write_text
+
+if TYPE_CHECKING:
+    from interp_rl._onnx import OnnxGraph
 
 __all__ = [
     "FORMAT",
@@ -276,7 +280,8 @@ class ProgramBase:
 
     Subclasses set ``kind``, ``action_low``/``action_high`` (via :meth:`_init_bounds`) and
     implement ``obs_dim``, ``act_dim``, ``raw_predict`` (unclipped actions), ``to_dict``,
-    ``from_dict``, ``size``, ``explain``, ``python_body`` and ``c_body``.
+    ``from_dict``, ``size``, ``explain``, ``python_body`` and ``c_body``; ``onnx_graph`` if they
+    can be exported to ONNX.
     """
 
     kind: ClassVar[str] = ""
@@ -357,6 +362,13 @@ class ProgramBase:
         """What visiting the states ``X`` (e.g. one episode) used of the program, for a one-line report;
         '' when there is nothing to say (a kind may override it)."""
         return ""
+
+    def onnx_graph(self, graph: OnnxGraph) -> str:
+        """The unclipped actions as ONNX operations added to ``graph``, which reads the raw observations
+        ``(N, obs_dim)``: returns the name of an ``(N, act_dim)`` float64 tensor. Kinds that have an ONNX form
+        implement it with the kind's arithmetic, operation for operation (see :mod:`interp_rl._onnx`);
+        :func:`interp_rl.export.to_onnx` clips the result and writes the model."""
+        raise TypeError(f"A {self.kind} program has no ONNX form.")
 
     def clip(self, y: np.ndarray) -> np.ndarray:
         """``min(max(y, low), high)``, the last step of every program."""

@@ -123,7 +123,7 @@ def test_export_writes_the_formats_asked_for(swimmer_tree, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["controller.c"]
     assert "void act(const double *obs, double *action)" in (tmp_path / "controller.c").read_text()
     code, _, stderr = _run("export", swimmer_tree, "--format", "rust", "--out", tmp_path)
-    assert code == 1 and stderr.strip() == "Error: The '--format' option of interp-rl export must be python, c or json. Got 'rust' instead."
+    assert code == 1 and stderr.strip() == "Error: The '--format' option of interp-rl export must be python, c, json or onnx. Got 'rust' instead."
 
 
 def test_export_refuses_a_corrupt_controller(tmp_path):

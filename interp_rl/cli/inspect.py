@@ -149,10 +149,10 @@ def export(
     controller: Annotated[Path, typer.Argument(help="controller.json, or the folder holding it.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Folder to write to.")],
     fmt: Annotated[list[str] | None, typer.Option(
-        "--format", help="python, c or json; repeatable [default: all three].")] = None,
+        "--format", help="python, c, json or onnx; repeatable [default: python, c and json].")] = None,
     force: Annotated[bool, typer.Option(help="Overwrite files that interp-rl did not write.")] = False,
 ) -> None:
-    """Export a saved controller as a standalone Python module, a C file and versioned JSON."""
+    """Export a saved controller as a standalone Python module, a C file and versioned JSON, or an ONNX model."""
     from interp_rl.errors import bad_value
     from interp_rl.export import EXPORT_FILES, write_exports
     from interp_rl.program import load_controller
@@ -161,7 +161,7 @@ def export(
     formats = fmt or ["python", "c", "json"]
     for f in formats:
         if f not in EXPORT_FILES:
-            raise bad_value("--format", "interp-rl export", "python, c or json", f, what="option")
+            raise bad_value("--format", "interp-rl export", "python, c, json or onnx", f, what="option")
     for p in write_exports(ctrl, out_dir, formats, force=force).values():
         out.print(f"Wrote {p}")
 

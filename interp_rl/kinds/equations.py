@@ -36,6 +36,7 @@ from interp_rl.errors import ControllerFormatError
 from interp_rl.program import AffinePieces, ProgramBase, register_program, widen_columns
 
 if TYPE_CHECKING:
+    from interp_rl._onnx import OnnxGraph
     from interp_rl.program import Controller
 
 __all__ = ["FUNCTIONS", "KIND_VERSION", "EquationsProgram", "Factor", "term_text"]
@@ -447,3 +448,33 @@ class EquationsProgram(ProgramBase):
     def c_body(self, controller: Controller) -> list[str]:
         """``y0 = c0 + c1 * (obs[0] * obs[0]) - c2 * sin(2.0 * obs[3]) ...;`` per action."""
         return self._body(python=False)
+
+    def _onnx_term(self, graph: OnnxGraph, term: Sequence[Factor]) -> str:
+        """ONNX: one term ``(N, 1)``, its factors multiplied left to right (a power as repeated factors)."""
+        v: str | None = None
+        for func, j, arg in term:
+            x = graph.column(j)
+            if func == "pow":
+                operands = [x] * int(arg)
+            else:
+                inner = x if func not in _PERIODIC or arg == 1.0 else graph.op("Mul", graph.const(arg), x)
+                operands = [graph.op(func.capitalize(), inner)]  # Sin, Cos, Tanh, Exp, Abs
+            for op in operands:
+                v = op if v is None else graph.op("Mul", v, op)
+        assert v is not None  # a term has at least one factor (checked on construction)
+        return v
+
+    def onnx_graph(self, graph: OnnxGraph) -> str:
+        """Each term used (:meth:`term_values`' arithmetic), then per action ``y = intercept`` and
+        ``y = y + coef_t * term_t`` in term order, as :meth:`predict` adds them. ``sin``, ``cos``, ``tanh`` and
+        ``exp`` are the runtime's, which may differ from the C library's in the last bits."""
+        used = np.flatnonzero(np.any(self.coef != 0.0, axis=0))
+        values = {int(t): self._onnx_term(graph, self.terms[t]) for t in used}
+        columns = []
+        for o in range(self.act_dim):
+            y: str | None = None
+            for t in np.flatnonzero(self.coef[o]):
+                term = graph.op("Mul", graph.const(self.coef[o, t]), values[int(t)])
+                y = graph.op("Add", graph.const(self.intercept[o]) if y is None else y, term)
+            columns.append(y if y is not None else graph.rows([self.intercept[o]]))
+        return graph.concat_columns(columns)

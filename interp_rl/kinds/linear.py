@@ -26,6 +26,7 @@ from interp_rl.program import AffinePieces, ProgramBase, Region, register_progra
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from interp_rl._onnx import OnnxGraph
     from interp_rl.program import Controller
 
 __all__ = ["LinearProgram"]
@@ -244,3 +245,8 @@ class LinearProgram(ProgramBase):
     def c_body(self, controller: Controller) -> list[str]:
         """``y0 = c0 + c1 * obs[j1] + ...;`` per action."""
         return self._body(python=False)
+
+    def onnx_graph(self, graph: OnnxGraph) -> str:
+        """``y = intercept`` then ``y = y + coef[:, j] * obs[:, j]`` per feature used, ascending, as :meth:`predict`
+        adds them."""
+        return graph.affine(self.intercept, self.coef)

@@ -43,6 +43,7 @@ from interp_rl.program import AffinePieces, ProgramBase, Region, register_progra
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from interp_rl._onnx import OnnxGraph
     from interp_rl.program import Controller
 
 __all__ = ["SQUASHES", "MixtureProgram", "router_tree"]
@@ -704,6 +705,36 @@ class MixtureProgram(ProgramBase):
     def c_body(self, controller: Controller) -> list[str]:
         """As :meth:`python_body`, in C99."""
         return self._body(controller, python=False)
+
+    def onnx_route(self, graph: OnnxGraph) -> str:
+        """ONNX: the expert (``(N,)`` int64) acting on each observation, as :meth:`route` picks it: the routing
+        tree's leaf, or the first of the largest scores (linear scores added as :meth:`scores` adds them, or the
+        score trees' leaves)."""
+        if self.tree is not None:
+            ids = np.round(self.tree.intercept[:, 0]).astype(np.int64)
+            return graph.op("Gather", graph.const(ids, dtype=np.int64), self.tree.onnx_leaf(graph), axis=0)
+        if self.score_trees is not None:
+            scores = graph.concat_columns([graph.op("Gather", graph.const(t.intercept[:, :1]), t.onnx_leaf(graph),
+                                                    axis=0) for t in self.score_trees])
+        else:  # s = b, then s = s + w_k * x_k slot by slot (padded slots add 0 * x_0), every expert at once
+            feats, weights = self._router_table()
+            scores = graph.rows(self.router_intercept) if feats.shape[1] == 0 else graph.const(self.router_intercept)
+            for k in range(feats.shape[1]):
+                x = graph.op("Gather", graph.obs, graph.const(feats[:, k], dtype=np.int64), axis=1)
+                scores = graph.op("Add", scores, graph.op("Mul", x, graph.const(weights[:, k])))
+        return graph.first_argmax(scores)
+
+    def onnx_graph(self, graph: OnnxGraph) -> str:
+        """Every expert's ``y = intercept + coef_j * obs[:, j] + ...`` (as :meth:`expert`'s ``predict``), the one
+        the router picks (:meth:`onnx_route`) copied out, then the tanh squash
+        ``low + 0.5 * (tanh(y) + 1.0) * (high - low)`` in that order."""
+        outputs = [graph.affine(self.expert_intercept[m], self.expert_coef[m]) for m in range(self.n_experts)]
+        y = outputs[0] if self.n_experts == 1 else graph.select(self.onnx_route(graph), outputs)
+        if self.squash == "tanh":
+            half = graph.op("Mul", graph.const(0.5), graph.op("Add", graph.op("Tanh", y), graph.const(1.0)))
+            y = graph.op("Add", graph.const(self.action_low),
+                         graph.op("Mul", half, graph.const(self.action_high - self.action_low)))
+        return y
 
 
 def _blue(t: float) -> str:

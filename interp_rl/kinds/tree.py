@@ -29,6 +29,7 @@ from interp_rl.errors import ControllerFormatError, InvalidParameterError, bad_v
 from interp_rl.program import AffinePieces, ProgramBase, Region, register_program, widen_columns
 
 if TYPE_CHECKING:
+    from interp_rl._onnx import OnnxGraph
     from interp_rl.program import Controller
 
 __all__ = ["TreeProgram", "leaf_visit_counts"]
@@ -736,6 +737,17 @@ class TreeProgram(ProgramBase):
     def c_body(self, controller: Controller) -> list[str]:
         """Nested ``if``/``else`` blocks following the tree, each split commented with its feature."""
         return self.code_lines(controller, python=False)
+
+    def onnx_leaf(self, graph: OnnxGraph) -> str:
+        """ONNX: the leaf (node id, ``(N,)`` int64) each observation reaches, as :meth:`apply` finds it."""
+        return graph.walk_tree(self.feature, self.threshold, self.left, self.right)
+
+    def onnx_graph(self, graph: OnnxGraph) -> str:
+        """The leaf each observation reaches (the tree walked one level at a time), then that leaf's
+        ``y = intercept`` and ``y = y + coef_j * obs[:, j]`` for the features some leaf uses, ascending, as
+        :meth:`leaf_actions` computes them."""
+        coef = np.where(self.is_leaf[:, None, None], self.coef, 0.0)  # as leaf_actions: only the leaves' terms
+        return graph.gathered_affine(self.onnx_leaf(graph), self.intercept, coef)
 
 
 def _wrapped(head: str, expr: str) -> list[str]:
