@@ -39,7 +39,7 @@ outdoor_temperature = { unit = "°C", description = "outdoor air temperature" }
 humidity = { unit = "%", description = "outdoor relative humidity" }
 wind_speed = { unit = "m/s", description = "wind speed at the roof" }
 solar_radiation = { unit = "W/m²", description = "global horizontal irradiance" }
-occupancy = { unit = "1", description = "1 when the zone is occupied, else 0" }
+occupancy = { description = "1 when the zone is occupied, else 0" }
 zone_temperature = { unit = "°C", description = "zone air temperature" }
 
 [actions]
