@@ -143,6 +143,31 @@ def test_the_controller_plays_whole_degree_setpoints_and_learnt_the_rules(tree_f
         assert evidence["observations"].shape == (metrics["split"]["train_rows"], 7)
 
 
+def _raised_when_warmer(ctrl, X: np.ndarray) -> tuple[int, int]:
+    """States where an occupied zone above 23.5 °C gets a higher setpoint 1 °C warmer, and such states."""
+    zone, occupancy = ctrl.feature_names.index("zone_temperature"), ctrl.feature_names.index("occupancy")
+    warmer = X.copy()
+    warmer[:, zone] += 1.0
+    warm = (X[:, occupancy] == 1) & (X[:, zone] > 23.5)
+    return int((warm & (class_values(ctrl, warmer) > class_values(ctrl, X))).sum()), int(warm.sum())
+
+
+def test_the_tutorial_s_rule_check(tree_from_csv: tuple[Path, str, str], logs: dict[str, Path],
+                                   tmp_path: Path) -> None:
+    """docs/tutorials/logs.md: the 8-leaf tree raises the setpoint of a few warm occupied states (a narrow leaf just
+    above 23.5 °C learnt the manual overrides); 6 leaves keep the rule at the same held-out accuracy."""
+    eight = load_controller(tree_from_csv[0])
+    X = building_log(n_days=14, seed=0)[eight.feature_names].to_numpy(dtype=float)
+    raised, warm = _raised_when_warmer(eight, X)
+    assert 0 < raised <= 5 and warm > 50
+    assert class_values(eight, np.array([[12, 5.0, 70, 3, 400, 1, z] for z in (23.6, 23.8)])).tolist() == [19, 20]
+    six = fit_from_log(get_method("tree"), read_log(logs["csv"]), {"max_leaves": 6, "leaf_model": "constant"},
+                       tmp_path / "six")
+    assert _raised_when_warmer(load_controller(tmp_path / "six"), X) == (0, warm)
+    eight_metrics = json.loads((tree_from_csv[0] / "metrics.json").read_text())
+    assert six["fidelity_held_out"]["accuracy"] == eight_metrics["fidelity_held_out"]["accuracy"]
+
+
 def test_inspect_and_export_commands_take_the_controller(tree_from_csv: tuple[Path, str, str],
                                                          tmp_path: Path) -> None:
     out, *_ = tree_from_csv
