@@ -200,8 +200,9 @@ def behaviour_clone(method: Method, data: LoggedData, settings: dict[str, Any] |
     check_log_settings(method, settings)
     resolved = method.resolve(settings)
     base = (method.build(resolved).dagger or DAgger())._base_student()
-    student = fill_student(base, {"random_state": resolved["seed"], "action_low": data.action_low.tolist(),
-                                  "action_high": data.action_high.tolist()})
+    student = fill_student(base, {"random_state": resolved["seed"],
+                                  "action_low": np.asarray(data.action_low, dtype=np.float64).tolist(),
+                                  "action_high": np.asarray(data.action_high, dtype=np.float64).tolist()})
     idx = np.arange(data.n_rows) if rows is None else np.asarray(rows)
     student.fit(data.X[idx], data.targets[idx])
     if resolved.get("collapse_atol"):

@@ -755,7 +755,7 @@ def read_minari(ref: str | Path, schema: LogSchema | dict[str, Any] | str | Path
                            f"{act_space}.")
         features, actions = [c.signal for c in sch.features], [c.signal for c in sch.actions]
         task, named = sch.task or task, True
-        if not discrete:
+        if low is not None and high is not None:  # continuous actions: the schema's bounds win
             low = np.array([a.low if a.low is not None else low[i] for i, a in enumerate(sch.actions)])
             high = np.array([a.high if a.high is not None else high[i] for i, a in enumerate(sch.actions)])
     source = {"format": "minari", "path": str(folder), "dataset_id": str(ds.spec.dataset_id),

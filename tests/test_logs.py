@@ -366,6 +366,44 @@ def test_a_minari_dataset_with_env_names_the_task_s_features_and_measures_the_re
     assert data.source["sha256"] == ctrl.metadata["log"]["sha256"] and data.episodes.max() == 5
 
 
+def test_a_continuous_minari_dataset_takes_a_schema_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("minari")
+    import minari
+    from minari.data_collector import EpisodeBuffer
+
+    import envs
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    buffers = []
+    for ep in range(4):
+        env = envs.make_env("Pendulum-v1", seed=ep)
+        obs, _ = env.reset(seed=ep)
+        o, a, r = [obs], [], []
+        for _ in range(50):
+            torque = np.clip([-1.0 * obs[1] - 0.2 * obs[2]], -2.0, 2.0)
+            obs, rew, *_ = env.step(torque)
+            o.append(obs), a.append(torque), r.append(rew)
+        buffers.append(EpisodeBuffer(id=ep, observations=np.array(o), actions=np.array(a), rewards=np.array(r),
+                                     terminations=np.zeros(50, bool), truncations=np.r_[np.zeros(49, bool), True]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        minari.create_dataset_from_buffers("lin/pendulum-v0", buffers, env=env, data_format="arrow")
+    schema = {"features": {"cos_theta": {}, "sin_theta": {}, "theta_dot": {"unit": "rad/s"}},
+              "actions": {"torque": {"unit": "N m"}}}
+    data = read_log("lin/pendulum-v0", schema)
+    assert data.named and [f.label for f in data.features] == ["cos_theta", "sin_theta", "theta_dot [rad/s]"]
+    assert data.n_rows == 200 and not data.discrete and data.episodes.tolist() == np.repeat(np.arange(4), 50).tolist()
+    assert data.action_low.tolist() == [-2.0] and data.action_high.tolist() == [2.0]  # the dataset's action space
+    assert data.episode_returns.shape == (4,) and data.source["schema"] is None  # given as a dict
+    metrics = fit_from_log(get_method("linear"), data, {}, tmp_path / "lin")
+    assert metrics["fidelity_held_out"]["r2"] > 0.999
+    with pytest.raises(LogError, match=r"^The schema names 2 features and 1 action\(s\); the Minari dataset "
+                                       r"'lin/pendulum-v0' has 3 and 1\.$"):
+        read_log("lin/pendulum-v0", {"features": {"a": {}, "b": {}}, "actions": {"torque": {}}})
+    with pytest.raises(LogError, match=r"^The schema says the action is discrete; the Minari dataset"):
+        read_log("lin/pendulum-v0", {**schema, "actions": {"torque": {"discrete": True}}})
+
+
 def test_a_minari_dataset_that_is_not_here_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("minari")
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "none"))
