@@ -525,3 +525,12 @@ def test_distill_help_names_the_log_options() -> None:
     assert code == 0
     for flag in ("--data", "--schema", "--held-out"):
         assert flag in stdout
+
+
+def test_an_interrupted_log_run_is_started_again_by_the_same_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from interp_rl.cli._app import _rerun_command
+
+    monkeypatch.setattr(sys, "argv", ["interp-rl", "distill", "moe", "--data", "b.csv", "--out", "runs/b"])
+    assert _rerun_command(True) == "interp-rl distill moe --data b.csv --out runs/b"  # no --resume: it is refused
+    monkeypatch.setattr(sys, "argv", ["interp-rl", "distill", "moe", "--teacher", "t.zip", "--out", "runs/t"])
+    assert _rerun_command(True) == "interp-rl distill moe --teacher t.zip --out runs/t --resume"

@@ -47,7 +47,8 @@ def _rerun_command(resume_flag: bool) -> str:
     import shlex
 
     argv = [a for a in sys.argv[1:]]
-    if resume_flag and "--resume" not in argv:
+    learning_from_a_log = "--data" in argv  # fitted in one go: the same command starts it again
+    if resume_flag and "--resume" not in argv and not learning_from_a_log:
         argv.append("--resume")
     return shlex.join(["interp-rl", *argv])
 
