@@ -311,7 +311,7 @@ def fit_from_log(method: Method, data: LoggedData, settings: dict[str, Any], out
 
     Examples
     --------
-    >>> import json, tempfile
+    >>> import tempfile
     >>> from pathlib import Path
     >>> from distill.methods import get_method
     >>> from interp_rl.datasets import write_building_log

@@ -157,7 +157,8 @@ def _controller_env(ctrl: Any, env: str | None) -> tuple[Any, str]:
             resolve_task(ctrl.task)
         except UnknownTaskError:
             raise InterpRLError(
-                f"The controller was learnt from the log {log.get('path')!r} for {ctrl.task or 'an unnamed task'!r}, "
+                f"The controller was learnt from the log {log.get('path')!r} for "
+                f"{repr(ctrl.task) if ctrl.task else 'an unnamed task'}, "
                 f"which is no task interp-rl can simulate ({', '.join(TASKS)}); its fidelity on the log's held-out "
                 "rows is in its metrics.json. Pass --env TASK if the log comes from one of them.") from None
     task = get_task(env).id if env else ctrl.task
