@@ -16,12 +16,15 @@ A distiller receives a teacher (:class:`interp_rl.teachers.Teacher`) and an envi
 - :mod:`distill.prune`: cost-complexity pruning, pruning to a leaf budget, merging look-alike leaves.
 - :class:`Distillation` and :func:`run_job`: a method's whole estimator and the job behind
   ``interp-rl distill METHOD``; :data:`METHODS` is the registry of methods.
+- :func:`fit_from_log` and :func:`behaviour_clone` (:mod:`distill.logged`): a method's student learnt from a log
+  when there is no teacher (``interp-rl distill METHOD --data LOG``), judged on a held-out part of it.
 """
 
 from distill.dagger import DAgger
 from distill.finetune import LeafTuner
 from distill.job import Distillation, run_job
 from distill.linear import LinearPolicy
+from distill.logged import behaviour_clone, fit_from_log
 from distill.methods import METHODS, Method, Option, get_method, register_method
 from distill.moe import MixturePolicy
 from distill.prune import collapse_similar, cost_complexity_path, prune, prune_to_leaves
@@ -45,8 +48,10 @@ __all__ = [
     "SILVERPolicy",
     "SINDyPolicy",
     "TreePolicy",
+    "behaviour_clone",
     "collapse_similar",
     "cost_complexity_path",
+    "fit_from_log",
     "get_method",
     "prune",
     "prune_to_leaves",

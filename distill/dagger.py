@@ -36,7 +36,7 @@ from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.rollouts import episode_horizon, evaluate, mixture, run_episodes
 from interp_rl.teachers import Teacher, check_teacher
 
-__all__ = ["DAgger", "critic_weights", "rollout_mixture"]
+__all__ = ["DAgger", "critic_weights", "fill_student", "rollout_mixture"]
 
 EnvFn = Callable[[int], Any]
 
@@ -248,17 +248,11 @@ class DAgger(BaseEstimator):
         student that reads the teacher itself, :class:`~distill.silver.SILVERPolicy`) left at ``None`` filled from
         the teacher and ``seed``; also those of a student wrapped by a meta-student (``student__random_state``
         of :class:`~distill.subset.FeatureSubset`)."""
-        student = clone(self._base_student())
         given: dict[str, Any] = {"random_state": self.seed, "teacher": teacher}
         for name in ("action_low", "action_high"):
             if hasattr(teacher, name):
                 given[name] = np.asarray(getattr(teacher, name), dtype=np.float64).tolist()
-        fill: dict[str, Any] = {}
-        for key, value in student.get_params(deep=True).items():
-            *wrappers, name = key.split("__")
-            if value is None and name in given and all(w == "student" for w in wrappers):
-                fill[key] = given[name]
-        return student.set_params(**fill) if fill else student
+        return fill_student(self._base_student(), given)
 
     def _fit_student(self, teacher: Teacher, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> Any:
         student = self._new_student(teacher)
@@ -397,6 +391,25 @@ class DAgger(BaseEstimator):
             except (OSError, KeyError, ValueError) as exc:
                 raise InterpRLError(f"{str(path)!r} is missing or corrupt: {exc}.") from None
         return chunks, history
+
+
+def fill_student(student: Any, given: dict[str, Any]) -> Any:
+    """A clone of ``student`` with its parameters named in ``given`` that it leaves at ``None`` set from ``given``;
+    also those of a student wrapped by a meta-student (``student__random_state`` of
+    :class:`~distill.subset.FeatureSubset`). ``student`` itself is not modified.
+
+    >>> from distill.tree import TreePolicy
+    >>> filled = fill_student(TreePolicy(random_state=7), {"random_state": 0, "action_low": [-1.0]})
+    >>> filled.random_state, filled.action_low
+    (7, [-1.0])
+    """
+    student = clone(student)
+    fill: dict[str, Any] = {}
+    for key, value in student.get_params(deep=True).items():
+        *wrappers, name = key.split("__")
+        if value is None and name in given and all(w == "student" for w in wrappers):
+            fill[key] = given[name]
+    return student.set_params(**fill) if fill else student
 
 
 def _jsonable(params: dict[str, Any]) -> dict[str, Any]:

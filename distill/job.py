@@ -639,14 +639,17 @@ def run_job(
 
 
 def write_controller_files(controller: Controller, out: str | Path, metrics: dict[str, Any], title: str) -> None:
-    """What every controller folder holds beside ``controller.json``: the Python and C exports, ``rules.txt``, the
-    picture (``KIND.dot``, and ``KIND.svg`` with Graphviz) and ``metrics.json`` (last: its presence says done)."""
+    """What every controller folder holds beside ``controller.json``: the Python and C exports, ``rules.txt`` (with
+    what its class scores mean, for a controller learnt from a discrete action), the picture (``KIND.dot``, and
+    ``KIND.svg`` with Graphviz) and ``metrics.json`` (last: its presence says done)."""
     from interp_rl.export import write_exports
+    from interp_rl.logs import class_note
 
     out = Path(out)
     paths = write_exports(controller, out, force=True)
     metrics["export_bytes"] = {k: Path(p).stat().st_size for k, p in paths.items()}
-    atomic_write_text(out / "rules.txt", controller.program.explain(controller) + "\n")
+    note = class_note(controller)  # a controller of class scores: which class it plays
+    atomic_write_text(out / "rules.txt", controller.program.explain(controller) + "\n" + (f"{note}\n" if note else ""))
     _picture(controller, out, title, metrics)
     atomic_write_text(out / METRICS_FILE, json.dumps(json_safe(metrics), indent=1) + "\n")
 

@@ -21,6 +21,7 @@ __all__ = [
     "InterpRLError",
     "Interrupted",
     "InvalidParameterError",
+    "LogError",
     "ObservationError",
     "RenderError",
     "SuiteError",
@@ -90,6 +91,10 @@ class ObservationError(InterpRLError, ValueError):
 
 class TeacherLoadError(InterpRLError, OSError):
     """A teacher file is missing, unreadable or corrupt."""
+
+
+class LogError(InterpRLError, ValueError):
+    """A log to learn from (CSV, Parquet, a Minari dataset) or its schema is missing, malformed or unusable."""
 
 
 class ControllerFormatError(InterpRLError, ValueError):

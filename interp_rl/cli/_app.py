@@ -47,7 +47,8 @@ def _rerun_command(resume_flag: bool) -> str:
     import shlex
 
     argv = [a for a in sys.argv[1:]]
-    if resume_flag and "--resume" not in argv:
+    learning_from_a_log = "--data" in argv  # fitted in one go: the same command starts it again
+    if resume_flag and "--resume" not in argv and not learning_from_a_log:
         argv.append("--resume")
     return shlex.join(["interp-rl", *argv])
 
@@ -147,6 +148,19 @@ def _controller_env(ctrl: Any, env: str | None) -> tuple[Any, str]:
     """The environment factory a saved controller runs in: its own task (and variant), or ``--env``."""
     from envs import EnvVariant, env_factory, get_task
 
+    log = ctrl.metadata.get("log")
+    if not env and isinstance(log, dict):  # learnt from a log: its task may be a plant interp-rl cannot simulate
+        from envs import TASKS, resolve_task
+        from interp_rl.errors import UnknownTaskError
+
+        try:
+            resolve_task(ctrl.task)
+        except UnknownTaskError:
+            raise InterpRLError(
+                f"The controller was learnt from the log {log.get('path')!r} for "
+                f"{repr(ctrl.task) if ctrl.task else 'an unnamed task'}, "
+                f"which is no task interp-rl can simulate ({', '.join(TASKS)}); its fidelity on the log's held-out "
+                "rows is in its metrics.json. Pass --env TASK if the log comes from one of them.") from None
     task = get_task(env).id if env else ctrl.task
     if not task:
         raise InterpRLError("The controller does not name its task; pass --env TASK.")

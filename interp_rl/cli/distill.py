@@ -59,10 +59,23 @@ def _distill_command(method: Any) -> Callable[..., None]:
 
     defaults = method.defaults()
     common = [
-        ("teacher", str, typer.Option("--teacher", help="SB3 .zip, zoo run folder, or train folder."), ...),
-        ("out_dir", Path, typer.Option("--out", help="Output folder."), ...),
-        ("env", str | None, typer.Option("--env", help="Task (Hopper-v5) or zoo id; must match the teacher."),
+        ("teacher", str | None, typer.Option(
+            "--teacher", help="SB3 .zip, zoo run folder, or train folder (or --data: learn from a log instead)."),
          None),
+        ("out_dir", Path, typer.Option("--out", help="Output folder."), ...),
+        ("data", str | None, typer.Option(
+            "--data", help="Learn from a log instead of a teacher (behaviour cloning): a .csv or .parquet file whose "
+                           "columns LOG.schema.toml beside it (or --schema) names, or a Minari dataset (its folder, or "
+                           "the id of a local one). Only the student's options and --seed apply."), None),
+        ("schema", Path | None, typer.Option(
+            "--schema", help="With --data: the log's schema (TOML or JSON) naming its feature and action columns "
+                             "[default: LOG.schema.toml beside the log]."), None),
+        ("held_out", float | None, typer.Option(
+            "--held-out", help="With --data: the share of the log held out to measure fidelity, as whole episodes "
+                               "(the schema's episode column) or contiguous blocks of rows [default: 0.2]."), None),
+        ("env", str | None, typer.Option(
+            "--env", help="Task (Hopper-v5) or zoo id; must match the teacher (with --data: the task the log comes "
+                          "from, to measure the controller's return too)."), None),
         ("algo", str | None, typer.Option("--algo", help="Teacher algorithm (detected from the zip)."), None),
         ("legacy_model", bool, typer.Option("--legacy-model", help="Walker2d: use the pre-v5 model file."), False),
         ("config", Path | None, typer.Option(
@@ -94,9 +107,27 @@ def _distill_command(method: Any) -> Callable[..., None]:
     return command
 
 
-def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path, env: str | None,
+def _distill(method: Any, given: dict[str, Any], *, teacher: str | None, out_dir: Path, env: str | None,
              algo: str | None, legacy_model: bool, config: Path | None, resume: bool,
-             start: Path | None = None) -> None:
+             start: Path | None = None, data: str | None = None, schema: Path | None = None,
+             held_out: float | None = None) -> None:
+    if data is not None:
+        if teacher is not None:
+            raise InterpRLError("Give --teacher (an agent to distil) or --data (a log to learn from), not both.")
+        about_teacher = [flag for flag, value in (("--algo", algo), ("--legacy-model", legacy_model),
+                                                  ("--resume", resume), ("--start", start)) if value]
+        if about_teacher:
+            verb = "does" if len(about_teacher) == 1 else "do"
+            raise InterpRLError(f"{', '.join(about_teacher)} {verb} not apply with --data: "
+                                f"{'it is' if len(about_teacher) == 1 else 'they are'} about distilling a teacher.")
+        _distill_log(method, given, data=data, schema=schema, held_out=0.2 if held_out is None else held_out,
+                     out_dir=out_dir, env=env, config=config)
+        return
+    if teacher is None:
+        raise InterpRLError("Give --teacher (an agent to distil) or --data (a log to learn from).")
+    if schema is not None or held_out is not None:
+        raise InterpRLError(f"{'--schema' if schema is not None else '--held-out'} goes with --data (a log to learn "
+                            "from).")
     from distill.job import run_job
     from envs import get_task, task_signals
     from envs.teachers import load_teacher
@@ -227,6 +258,110 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str, out_dir: Path,
         out.print(f"No picture rendered: {metrics['picture_error']}", markup=False)
 
 
+
+
+def _distill_log(method: Any, given: dict[str, Any], *, data: str, schema: Path | None, held_out: float,
+                 out_dir: Path, env: str | None, config: Path | None) -> None:
+    """``interp-rl distill METHOD --data LOG``: behaviour cloning from a log (:func:`distill.logged.fit_from_log`)."""
+    from dataclasses import replace
+
+    from distill.logged import check_held_out, check_log_settings, fit_from_log
+    from interp_rl._progress import Steps
+    from interp_rl.logs import read_log
+
+    owner = f"interp-rl distill {method.name}"
+
+    def spell(name: str) -> str:
+        return "--" + name.replace("_", "-")
+
+    settings = {**_read_config_file(config), **{k: v for k, v in given.items() if v is not None}}
+    check_log_settings(method, settings, owner=owner, spell=spell)
+    method.resolve(settings, owner=owner, spell=spell, what="option")  # a bad value, said as typed, before reading
+    check_held_out(held_out, owner)
+    if (out_dir / "metrics.json").exists():
+        raise InterpRLError(f"{str(out_dir)!r} already holds a distilled controller; choose another --out.")
+    logged = read_log(data, schema)
+    env_fn = None
+    if env is not None:
+        from envs import env_factory, get_task, task_signals
+
+        task = get_task(env).id
+        env_fn = env_factory(task)
+        features, actions = task_signals(task)
+        if not logged.named and len(features) == len(logged.features) and len(actions) == logged.n_outputs:
+            logged = logged.renamed(features, actions)  # a log without a schema: the task's names
+        logged = replace(logged, task=task)
+    with Steps(err) as bar:
+        job = bar.task(f"Learning a {method.name} controller from {data} into {out_dir}", total=None,
+                       count_lines=False)
+
+        def on_step(row: dict[str, Any]) -> None:
+            if row["stage"] == "fit":
+                bar.update(job, description=bar.description(job))  # what runs, and where to: the log's first line
+                bar.update(job, description=f"Fitting to {row['rows']} rows ({row['held_out_rows']} held out)")
+            else:
+                bar.update(job, description=f"Running the controller on {logged.task}: {row['episodes']} episodes")
+
+        metrics = fit_from_log(method, logged, settings, out_dir, held_out=held_out, env_fn=env_fn,
+                               progress=on_step)
+    _print_log_metrics(metrics, logged, data)
+    written = ["controller.json", "distillation.npz", "controller.py", "controller.c", "rules.txt",
+               metrics["picture"]]
+    out.print(f"Wrote {', '.join(written)}, metrics.json and config.json to {out_dir}.", markup=False)
+    if "picture_error" in metrics:
+        out.print(f"No picture rendered: {metrics['picture_error']}", markup=False)
+
+
+def _print_log_metrics(metrics: dict[str, Any], logged: Any, data: str) -> None:
+    """What a controller learnt from a log got, as tables: fidelity on the held-out rows (a discrete action's
+    confusion matrix too) and, with an environment, its return."""
+    split, held, fitted = metrics["split"], metrics["fidelity_held_out"], metrics["fidelity_train"]
+    if split["unit"] == "episode":
+        units = f"{split['column']} {', '.join(map(str, split['held_out_units']))}"
+    else:
+        units = f"{len(split['held_out_units'])} of {len(split['held_out_units']) + len(split['train_units'])} " \
+                "blocks of rows"
+    kind = metrics["kind"]
+    table = Table(title=f"{kind.capitalize()} controller learnt from {data} (held out: {units}; "
+                        f"{split['held_out_rows']} of {split['held_out_rows'] + split['train_rows']} rows)")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows: list[tuple[str, str]] = []
+    if metrics["discrete"]:
+        action = logged.actions[0]
+        unit = f" {action.unit}" if action.unit else ""
+        rows += [(f"held-out accuracy ({action.name} class)", f"{held['accuracy']:.1%}"),
+                 (f"always playing the most common class ({held['majority_class']}{unit})",
+                  f"{held['majority_accuracy']:.1%}"),
+                 ("held-out mean absolute error", f"{held['mean_abs_error']:.2f}{unit}"),
+                 ("accuracy on the rows fitted", f"{fitted['accuracy']:.1%}")]
+    else:
+        for a in logged.actions:
+            unit = f" {a.unit}" if a.unit else ""
+            rows += [(f"held-out R² ({a.name})", f"{held['r2_per_action'][a.name]:.3f}"),
+                     (f"held-out RMSE ({a.name})", f"{held['rmse_per_action'][a.name]:.3g}{unit}")]
+        rows.append(("R² on the rows fitted (mean over actions)", f"{fitted['r2']:.3f}"))
+    if "student_return" in metrics:
+        rows += [(f"return on {metrics['task']} ({metrics['episodes']} episodes)",
+                  f"{metrics['student_return']:.1f} ± {metrics['student_return_std']:.1f}"),
+                 ("worst episode", f"{metrics['worst_student_return']:.1f}")]
+        if "logged_return" in metrics:
+            rows.append((f"the log's own episodes ({metrics['logged_episodes']})", f"{metrics['logged_return']:.1f}"))
+    size = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in metrics["size"].items())
+    rows += [("size", size), ("fitting seconds", f"{metrics['distill_seconds']:.1f}")]
+    for name, value in rows:
+        table.add_row(name, value)
+    out.print(table)
+    if metrics["discrete"]:
+        matrix = held["confusion_matrix"]
+        action = logged.actions[0]
+        cm = Table(title=f"Held-out rows by logged (down) and played (across) {action.label}")
+        cm.add_column("logged")
+        for c in matrix["classes"]:
+            cm.add_column(str(c), justify="right")
+        for c, counts in zip(matrix["classes"], matrix["counts"], strict=True):
+            cm.add_row(str(c), *(str(v) if v else "." for v in counts))
+        out.print(cm)
 
 
 _COMMANDS: dict[int, tuple[Any, Callable[..., None]]] = {}

@@ -39,6 +39,7 @@ def viz(
     episode visits."""
     import numpy as np
 
+    from interp_rl.logs import class_note
     from interp_rl.program import load_controller, unit_note
     from interp_rl.viz import decision_path_text, export_text, render, to_dot, usage_figure
 
@@ -66,6 +67,8 @@ def viz(
         out.print(export_text(ctrl, max_depth=max_depth), markup=False)
         if units := unit_note(ctrl.actions):  # what [x200 N m] means, as the pictures' captions say
             out.print(units, markup=False)
+        if classes := class_note(ctrl):  # a controller of class scores: which class it plays
+            out.print(classes, markup=False)
         if out_file is None:
             return
     base = controller if controller.is_dir() else controller.parent
