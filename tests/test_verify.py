@@ -193,6 +193,86 @@ def _agree(tree: TreeProgram, when: list[str], then: str) -> None:
         assert not broken and worst == 0, (v.reason, worst)
 
 
+def _line_violation(ctrl: Controller, prop, lo, hi) -> bool:
+    """Whether consecutive corner states along the feature break a monotone or Lipschitz property (exact for
+    these trees: between two consecutive candidates one clipped affine piece acts)."""
+    tree, f = ctrl.program, prop.feature
+    g = 1 - f
+    cand = []
+    for j in range(2):
+        c = {lo[j], hi[j]}
+        for t in tree.threshold[tree.feature == j]:
+            c |= {float(t), float(np.nextafter(t, np.inf))}
+        for conj in prop.when:
+            for w in conj:
+                if list(np.flatnonzero(w.feat)) == [j]:
+                    b = w.rhs / w.feat[j]
+                    c |= {b, float(np.nextafter(b, np.inf)), float(np.nextafter(b, -np.inf))}
+        cand.append(sorted(v for v in c if lo[j] <= v <= hi[j]))
+    for conj in prop.when:
+        for v in cand[g]:
+            X = np.zeros((len(cand[f]), 2))
+            X[:, f], X[:, g] = cand[f], v
+            ok = np.ones(len(X), dtype=bool)
+            for w in conj:
+                ok &= w.holds(X, np.zeros((len(X), 2)))
+            X = X[ok]
+            if len(X) < 2:
+                continue
+            a = tree.predict(X)[:, prop.action]
+            da, dx = np.diff(a), np.diff(X[:, f])
+            if prop.kind == "monotone" and np.any(prop.direction * da < 0):
+                return True
+            if prop.kind == "lipschitz" and np.any(np.abs(da) > prop.bound * dx):
+                return True
+    return False
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tree=_small_tree(linear=False), when=_WHEN, feature=st.sampled_from(["x0", "x1"]),
+       kind=st.sampled_from(['kind = "monotone"\ndirection = "increasing"', 'kind = "monotone"\ndirection = "decreasing"',
+                             'kind = "lipschitz"\nbound = 3']))
+def test_monotone_and_lipschitz_verdicts_agree_with_brute_force(tree: TreeProgram, when: list[str], feature: str,
+                                                                 kind: str) -> None:
+    _agree_slope(tree, when, feature, kind)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tree=_small_tree(linear=True), when=_WHEN, feature=st.sampled_from(["x0", "x1"]),
+       direction=st.sampled_from(["increasing", "decreasing"]))
+def test_monotone_verdicts_agree_with_brute_force_on_affine_leaves(tree: TreeProgram, when: list[str], feature: str,
+                                                                   direction: str) -> None:
+    _agree_slope(tree, when, feature, f'kind = "monotone"\ndirection = "{direction}"')
+
+
+def _agree_slope(tree: TreeProgram, when: list[str], feature: str, kind: str) -> None:
+    ctrl = Controller(tree, [Signal("x0"), Signal("x1")], [Signal("a0"), Signal("a1")])
+    text = ('[domain]\nfrom = "given"\nfeatures = {x0 = [-2, 2], x1 = [-2, 2]}\n[[property]]\nname = "p"\n'
+            f'when = {json.dumps(when)}\n{kind}\naction = "a0"\nfeature = "{feature}"\n')
+    try:
+        result = verify(ctrl, text)
+    except PropertyError as exc:
+        assert "never holds in the domain" in str(exc)
+        return
+    (v,) = result.verdicts
+    prop = result.properties.properties[0]
+    broken = _line_violation(ctrl, prop, result.lower, result.upper)
+    if v.status == "proved":
+        assert not broken, (kind, feature, when)
+    elif v.status == "refuted":
+        cex = v.counterexample
+        assert cex is not None and cex.other_state is not None
+        a = tree.predict(np.stack([cex.state, cex.other_state]))[:, prop.action]
+        h = cex.other_state[prop.feature] - cex.state[prop.feature]
+        assert h > 0 and np.array_equal(np.delete(cex.state, prop.feature), np.delete(cex.other_state, prop.feature))
+        if prop.kind == "monotone":
+            assert prop.direction * (a[1] - a[0]) < 0
+        else:
+            assert abs(a[1] - a[0]) > prop.bound * h
+    else:
+        assert not broken, v.reason
+
+
 # ----------------------------------------------------------------------------- soundness on the benchmark's controllers
 HOPPER_PROPS = """
 [domain]

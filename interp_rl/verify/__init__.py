@@ -57,6 +57,7 @@ from interp_rl.verify.properties import (
     parse_properties,
 )
 from interp_rl.verify.prove import Counterexample, Verdict, decide
+from interp_rl.verify.slopes import decide_slope
 
 __all__ = ["Counterexample", "Domain", "Property", "PropertyError", "PropertySet", "Sampled", "Verdict",
            "Verification", "clopper_pearson_upper", "load_properties", "parse_properties", "verify"]
@@ -157,6 +158,15 @@ class Verification:
                 cex = v.counterexample
                 state = ", ".join(f"{f.name} = {x:.{precision}g}" for f, x in zip(c.features, cex.state, strict=True))
                 act = ", ".join(f"{a.name} = {y:.{precision}g}" for a, y in zip(c.actions, cex.action, strict=True))
+                if cex.other_state is not None and cex.other_action is not None:
+                    f = int(np.argmax(cex.other_state != cex.state))
+                    moved = [k for k in range(len(c.actions)) if cex.other_action[k] != cex.action[k]]
+                    change = ", ".join(f"{c.actions[k].name} {cex.action[k]:.{precision}g} -> "
+                                       f"{cex.other_action[k]:.{precision}g}" for k in moved)
+                    out.append(f"{v.name}: refuted at {state}: raising {c.features[f].name} to "
+                               f"{cex.other_state[f]:.{precision + 3}g} ({cex.region} -> {cex.other_region}) changes "
+                               f"{change}; `{cex.requirement}` fails by {cex.violation:.3g}.")
+                    continue
                 out.append(f"{v.name}: refuted at {state}: {cex.region} acts, giving {act}; `{cex.requirement}` "
                            f"fails by {cex.violation:.3g}.")
             elif v.status == "unknown":
@@ -268,8 +278,10 @@ def verify(controller: Controller, properties: PropertySet | str | Path, *, stat
         elif p.kind == "teacher":
             verdicts.append(Verdict(p.name, "unknown", "agreement with the teacher is tested, not proved: give the "
                                                        "teacher to search it"))
+        elif regions is not None:
+            verdicts.append(decide_slope(controller, p, lo, hi, regions))
         else:
-            verdicts.append(Verdict(p.name, "unknown", f"{p.kind} properties are not decided yet"))
+            verdicts.append(Verdict(p.name, "unknown", why))
     sampled = {}
     if states is not None and len(states):
         X = np.asarray(states, dtype=np.float64)

@@ -33,32 +33,22 @@ def _label(controller: Controller, x: np.ndarray) -> str:
     return pieces.labels[p] if pieces.labels else f"piece {p}"
 
 
-def _pair_breaks(controller: Controller, prop: Property, sysms: list[_System], x1: np.ndarray,
-                 x2: np.ndarray) -> Counterexample | None:
-    """The pair ``(x1, x2)`` (``x2`` further along the feature) as a counterexample, if both lie in the domain
-    and in ``when`` and ``predict`` breaks the property between them."""
+def _pair_breaks(controller: Controller, prop: Property, x1: np.ndarray, x2: np.ndarray) -> Counterexample | None:
+    """The pair ``(x1, x2)`` (``x2`` further along the feature; both checked to lie in the domain and in ``when``
+    by the caller) as a counterexample, if ``predict`` breaks the property between them."""
     f, k = prop.feature, prop.action
     h = float(x2[f] - x1[f])
     if not h > 0:
         return None
-    for x in (x1, x2):
-        zeros = np.zeros((1, controller.program.act_dim))
-        if not all(np.all(x >= s.lo) or True for s in sysms):  # pragma: no cover - kept simple below
-            return None
-        del zeros
     a = controller.program.predict(np.stack([x1, x2]))
     change = float(a[1, k] - a[0, k])
     if prop.kind == "monotone":
         violation = -prop.direction * change
-        broken = violation > 0
-        text = prop.then_text[0]
     else:
         violation = abs(change) - prop.bound * h
-        broken = violation > 0
-        text = prop.then_text[0]
-    if not broken:
+    if not violation > 0:
         return None
-    return Counterexample(x1.copy(), a[0], _label(controller, x1), text, violation, x2.copy(), a[1],
+    return Counterexample(x1.copy(), a[0], _label(controller, x1), prop.then_text[0], violation, x2.copy(), a[1],
                           _label(controller, x2))
 
 
@@ -169,6 +159,8 @@ def decide_slope(controller: Controller, prop: Property, lo: np.ndarray, hi: np.
         n_checked += len(sys_list)
         # 1. slopes inside each region
         for sysm in sys_list:
+            if best is not None:
+                break
             r = sysm.region
             s = float(r.coef[k, f])
             if prop.kind == "monotone" and prop.direction * s >= 0:
@@ -188,7 +180,7 @@ def decide_slope(controller: Controller, prop: Property, lo: np.ndarray, hi: np.
             x2[f] += t * 0.5
             cex = None
             if _inside(x1, sysm.lo, sysm.hi, when, prog.act_dim) and _inside(x2, sysm.lo, sysm.hi, when, prog.act_dim):
-                cex = _pair_breaks(controller, prop, [sysm], x1, x2)
+                cex = _pair_breaks(controller, prop, x1, x2)
             verdict.failing.append(r.piece)
             if cex is None:
                 reasons.append(f"{r.label} has slope {s:.3g} in the feature, but no pair of states was found that "
@@ -221,6 +213,10 @@ def decide_slope(controller: Controller, prop: Property, lo: np.ndarray, hi: np.
                     continue
                 sign = order[0]
                 first, second = (P, Q) if sign > 0 else (Q, P)
+            if best is not None:  # one pair of states settles it; the rest only costs time
+                break
+            if _box_settles(prop, first, second, k, flo, fhi, low, high, squash):
+                continue
             pair = Region(first.piece, first.label, flo, fhi, A2, b2,
                           np.array([first.intercept[k], second.intercept[k]]),
                           np.stack([first.coef[k], second.coef[k]]))
@@ -263,6 +259,27 @@ def decide_slope(controller: Controller, prop: Property, lo: np.ndarray, hi: np.
     return verdict
 
 
+def _box_settles(prop: Property, first: Region, second: Region, k: int, lo: np.ndarray, hi: np.ndarray,
+                 low: float, high: float, squash: str) -> bool:
+    """Whether interval bounds on the face's box alone show the crossing keeps the property (no LP needed)."""
+    def span(r: Region) -> tuple[float, float]:
+        c, w = float(r.intercept[k]), r.coef[k]
+        top = c + float(np.sum(np.maximum(w * lo, w * hi)))
+        bottom = c + float(np.sum(np.minimum(w * lo, w * hi)))
+        if squash == "tanh":
+            return float(np.tanh(bottom)), float(np.tanh(top))  # order is all that matters: tanh is increasing
+        return min(max(bottom, low), high), min(max(top, low), high)
+
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+        return False
+    (p_lo, p_hi), (q_lo, q_hi) = span(first), span(second)
+    pad = 1e-9 * (1.0 + max(abs(p_lo), abs(p_hi), abs(q_lo), abs(q_hi)))
+    if prop.kind == "monotone":
+        # increasing: the later action (second) must not be below the earlier one (first)
+        return (q_lo - p_hi > pad) if prop.direction > 0 else (q_hi - p_lo < -pad)
+    return False  # a Lipschitz bound needs no jump at all: only the LP can show a jump is exactly zero
+
+
 def _crossing(controller: Controller, prop: Property, x: np.ndarray, first: Region, second: Region, f: int,
               sp: _System, sq: _System, when: list[Inequality], boxes: bool, width: float) -> Counterexample | None:
     """A pair of states straddling the face at ``x``, in ``first`` then ``second``, that breaks the property."""
@@ -273,7 +290,7 @@ def _crossing(controller: Controller, prop: Property, x: np.ndarray, first: Regi
         x1, x2 = x.copy(), x.copy()
         x1[f], x2[f] = first.upper[f], second.lower[f]
         if _inside(x1, lo, hi, when, act_dim) and _inside(x2, lo, hi, when, act_dim):
-            return _pair_breaks(controller, prop, [sp, sq], x1, x2)
+            return _pair_breaks(controller, prop, x1, x2)
         return None
     for rel in (1e-9, 1e-7, 1e-5):
         h = rel * max(width, 1e-300)
@@ -281,7 +298,7 @@ def _crossing(controller: Controller, prop: Property, x: np.ndarray, first: Regi
         x1[f] -= h
         x2[f] += h
         if _inside(x1, lo, hi, when, act_dim) and _inside(x2, lo, hi, when, act_dim):
-            cex = _pair_breaks(controller, prop, [sp, sq], x1, x2)
+            cex = _pair_breaks(controller, prop, x1, x2)
             if cex is not None:
                 return cex
     return None
