@@ -451,3 +451,44 @@ def test_verify_repair_command(tmp_path: Path) -> None:
     fixed = load_controller(tmp_path / "r")
     assert verify(fixed, props.read_text(), task_bounds=(-np.array([1.0, 1.0, 8.0]), np.array([1.0, 1.0, 8.0]))
                   ).verdicts[0].status == "proved"
+
+
+# ----------------------------------------------------------------------------- a plant with logs, no simulator
+def test_building_log_end_to_end_distil_verify_repair_verify(tmp_path: Path) -> None:
+    """The logged-data path: a synthetic building log, a tree learnt from it, the occupancy rules checked on the
+    setpoint it plays, repaired, and checked again."""
+    from typer.testing import CliRunner
+
+    from interp_rl.cli import app
+    from interp_rl.datasets import write_building_log
+
+    write_building_log(tmp_path / "building.csv", n_days=14)
+    runner = CliRunner()
+    res = runner.invoke(app, ["distill", "tree", "--data", str(tmp_path / "building.csv"), "--max-leaves", "8",
+                              "--leaf-model", "constant", "--seed", "0", "--out", str(tmp_path / "tree")])
+    assert res.exit_code == 0, res.output
+    props = ROOT / "benchmarks/properties/building.toml"
+    res = runner.invoke(app, ["verify", str(tmp_path / "tree"), "--properties", str(props), "--out",
+                              str(tmp_path / "checked")])
+    assert res.exit_code == 3, res.output
+    before = json.loads((tmp_path / "checked/verification.json").read_text())
+    status = {v["name"]: v["status"] for v in before["verdicts"]}
+    assert status["occupied and hot: never raised"] == "refuted"
+    cex = next(v for v in before["verdicts"] if v["name"] == "occupied and hot: never raised")["counterexample"]
+    assert cex["state"]["occupancy"] >= 0.5 and cex["state"]["zone_temperature"] > 23.5
+    assert cex["action"]["heating_setpoint"] > 20
+    res = runner.invoke(app, ["verify", str(tmp_path / "tree"), "--properties", str(props), "--repair", "--out",
+                              str(tmp_path / "repaired")])
+    assert res.exit_code == 0, res.output
+    assert "No simulator for building-heating" in res.output and "distillation rows before" in res.output
+    fixed = load_controller(tmp_path / "repaired")
+    again = verify(fixed, props)
+    assert [v.status for v in again.verdicts] == ["proved"] * 3
+    old = load_controller(tmp_path / "tree").program
+    assert np.array_equal(fixed.program.feature, old.feature) and np.array_equal(fixed.program.threshold,
+                                                                                   old.threshold)
+    from interp_rl.logs import class_values
+
+    X = np.load(tmp_path / "tree/distillation.npz")["observations"]
+    played = class_values(fixed, X)
+    assert set(np.unique(played)) <= set(range(15, 23))

@@ -19,8 +19,14 @@ def _states(path: Path | None, controller: Path) -> Any:
     import numpy as np
 
     if path is None:
-        beside = (controller if controller.is_dir() else controller.parent) / "states.npy"
-        return np.load(beside) if beside.is_file() else None
+        folder = controller if controller.is_dir() else controller.parent
+        if (folder / "states.npy").is_file():
+            return np.load(folder / "states.npy")
+        if (folder / "distillation.npz").is_file():  # a controller learnt from a log: the logged states
+            from interp_rl.evidence import load_data
+
+            return load_data(folder).observations
+        return None
     if not path.is_file():
         raise InterpRLError(f"--states {str(path)!r} does not exist; give a .npy file of visited states.")
     try:
@@ -48,7 +54,7 @@ def verify(
     properties: Annotated[Path, typer.Option("--properties", help="Property file (TOML).")],
     states: Annotated[Path | None, typer.Option(
         "--states", help="Visited states (.npy, one row per state) for the domain and the probabilistic check "
-                         "[default: states.npy beside the controller, if any].")] = None,
+                         "[default: states.npy beside the controller, else its distillation data's states].")] = None,
     out_dir: Annotated[Path | None, typer.Option(
         "--out", help="Folder for verification.json and verification.md.")] = None,
     only: Annotated[list[str] | None, typer.Option(
@@ -67,9 +73,11 @@ def verify(
     from interp_rl.program import load_controller
     from interp_rl.verify import load_properties
     from interp_rl.verify import verify as run_verify
+    from interp_rl.verify.classes import class_view
 
     ctrl = load_controller(controller)
-    props = load_properties(properties, features=ctrl.features, actions=ctrl.actions)
+    view = class_view(ctrl) or ctrl  # a discrete action: the rules speak of the class played
+    props = load_properties(properties, features=view.features, actions=view.actions)
     visited = _states(states, controller)
     if visited is not None:
         visited = ctrl.check_obs(np.asarray(visited, dtype=np.float64))[0]
@@ -99,19 +107,42 @@ def verify(
 
 def _repair(ctrl: Any, path: Path, result: Any, props: Any, visited: Any, bounds: Any, only: Any, out_dir: Path,
             episodes: int, seed: int) -> Any:
+    import numpy as np
+
     from interp_rl.evidence import load_data
     from interp_rl.verify import verify as run_verify
+    from interp_rl.verify.classes import ClassView, class_view, repair_classes
     from interp_rl.verify.repair import repair
 
     data = load_data(path)
-    fixed = repair(ctrl, result, data.observations, data.actions, data.weights)
-    again = run_verify(fixed.controller, props, states=visited, task_bounds=bounds, names=only)
+    if isinstance(result.controller.program, ClassView):
+        fixed = repair_classes(result, data.observations, data.actions, data.weights)
+    else:
+        fixed = repair(ctrl, result, data.observations, data.actions, data.weights)
+    again = run_verify(fixed.controller, result.properties, states=visited, task_bounds=bounds, names=only)
     fixed.controller.save(Path(out_dir) / "controller.json")
     out.print(f"Repaired {', '.join(fixed.properties)} by refitting {', '.join(fixed.pieces)} (squared error on "
               f"their data {fixed.fit_before:.4g} -> {fixed.fit_after:.4g}).", markup=False)
     for v in again.verdicts:
         out.print(f"  after repair: {v.name}: {v.status}", markup=False)
-    if episodes > 0:
+    view_old, view_new = (class_view(c) for c in (ctrl, fixed.controller))
+    if view_old is not None and view_new is not None:  # a discrete action: how often it still plays the logged class
+        logged = np.argmax(data.actions, axis=1)
+        same = [float(np.mean(np.argmax(c.predict(data.observations), axis=1) == logged))
+                for c in (ctrl, fixed.controller)]
+        out.print(f"Plays the logged class on {100 * same[0]:.1f}% of its {len(logged)} distillation rows before, "
+                  f"{100 * same[1]:.1f}% after.", markup=False)
+    simulated = episodes > 0
+    if simulated and isinstance(ctrl.metadata.get("log"), dict):
+        from envs import resolve_task
+        from interp_rl.errors import UnknownTaskError
+
+        try:
+            resolve_task(ctrl.task)
+        except UnknownTaskError:
+            out.print(f"No simulator for {ctrl.task or 'its task'}: returns not compared.", markup=False)
+            simulated = False
+    if simulated:
         from interp_rl.rollouts import evaluate
 
         env_fn, task = _controller_env(ctrl, None)

@@ -237,7 +237,9 @@ def verify(controller: Controller, properties: PropertySet | str | Path, *, stat
     Parameters
     ----------
     controller : Controller
-        Any piecewise-affine controller (its program implements ``regions()``).
+        Any piecewise-affine controller (its program implements ``regions()``). A controller learnt from a
+        discrete action (its metadata names the classes) is verified on the class it plays
+        (:func:`interp_rl.verify.classes.class_view`): rules name the logged action, not the scores.
     properties : PropertySet, str or Path
         Parsed properties, a property file's path, or its text (a string holding a newline).
     states : ndarray of shape (n, obs_dim), optional
@@ -248,6 +250,9 @@ def verify(controller: Controller, properties: PropertySet | str | Path, *, stat
         Decide only these properties.
     """
     start = time.perf_counter()
+    from interp_rl.verify.classes import class_view
+
+    controller = class_view(controller) or controller  # a discrete action: rules speak of the class played
     if not isinstance(properties, PropertySet):
         text = str(properties)
         properties = (parse_properties(text, features=controller.features, actions=controller.actions)

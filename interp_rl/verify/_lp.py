@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from scipy.optimize import linprog
@@ -37,9 +38,13 @@ class Optimum:
 
 
 def _safe_sum(terms: np.ndarray) -> float:
-    """An upper bound of the exact sum of ``terms``."""
-    s = math.fsum(terms)
-    return s + 2 * _U * abs(s) + 1e-300
+    """The smallest float at or above the exact sum of ``terms`` (finite floats: exact rational arithmetic)."""
+    values = [float(t) for t in np.ravel(terms)]
+    s = math.fsum(values)
+    if not all(math.isfinite(v) for v in values) or not math.isfinite(s):
+        return s
+    exact = sum((Fraction(v) for v in values), Fraction(0))
+    return s if Fraction(s) >= exact else math.nextafter(s, math.inf)
 
 
 def _box_max(r: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -123,7 +123,7 @@ def repair(controller: Controller, verification, observations: np.ndarray, targe
     total = 0.0
     for p in failing:
         mine = [r for r in regions if r.piece == p]
-        cons = [c for v in refuted for c in _constraints_for(mine, props[v.name], lo, hi)]
+        cons = [c for v in refuted if p in v.failing for c in _constraints_for(mine, props[v.name], lo, hi)]
         acts = sorted({int(k) for _, _, ineq in cons for k in np.flatnonzero(ineq.act)})
         if not acts:
             continue
