@@ -721,6 +721,38 @@ def repair_section(ctx: ReportContext, doc: Document) -> None:
          "found"], repair_pairs(ctx.summary))
 
 
+@register_analysis("verification")
+def verification_section(ctx: ReportContext, doc: Document) -> None:
+    """Per teacher and method: the suite's domain rules decided on each seed's controller, and the time it took."""
+    rows, per_rule = [], []
+    for groups in ctx.summary.values():
+        for g in groups:
+            found = [r["verification"] for r in g.records if r.get("verification")]
+            if not found:
+                continue
+            counts = {s: sum(v["counts"][s] for v in found) for s in ("proved", "refuted", "unknown")}
+            rows.append([g.teacher, f"{g.method}-{g.size}", str(len(found)),
+                         str(counts["proved"]), str(counts["refuted"]), str(counts["unknown"]),
+                         f"{max(v['seconds'] for v in found):.2f}"])
+            names = [d["name"] for d in found[0]["verdicts"]]
+            for name in names:
+                statuses = [next(d["status"] for d in v["verdicts"] if d["name"] == name) for v in found]
+                per_rule.append([g.teacher, f"{g.method}-{g.size}", name,
+                                 ", ".join(f"{statuses.count(s)} {s}" for s in ("proved", "refuted", "unknown")
+                                           if statuses.count(s))])
+    if not rows:
+        return
+    files = sorted({r["verification"]["properties"] for r in ctx.own if r.get("verification")})
+    doc.h(2, "Verification against the plant's rules")
+    doc.p(f"Each controller checked against its task's property file ({', '.join(f'`{f}`' for f in files)}, in "
+          "`benchmarks/properties/`) by `interp-rl verify`: every rule decided region by region by linear programs, "
+          "over the whole domain box the file gives, not at sampled states. Counts are summed over the seeds; "
+          "seconds are the slowest controller's, all rules together.")
+    doc.table(["teacher", "method", "controllers", "proved", "refuted", "unknown", "seconds (slowest)"], rows)
+    doc.p("Rule by rule, over the seeds:")
+    doc.table(["teacher", "method", "rule", "verdicts"], per_rule)
+
+
 @register_analysis("held-out-choices")
 def held_out_section(ctx: ReportContext, doc: Document) -> None:
     """What the held-out episodes chose in each cell: the DART level, the restart."""

@@ -265,6 +265,7 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     usage = (_piece_usage(controller, states) if seen is None else _piece_usage(controller, seen, rate_episodes))
     if usage is not None:
         usage["without_idle"] = without_idle(controller, usage, teacher.env_fn, ev["teacher_returns"], c.seed)
+    verification = _verification(controller, suite, teacher, states)
     record = {
         "schema": RECORD_SCHEMA,
         "id": c.id,
@@ -312,6 +313,7 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
                                              "rl", "fit_facts", "start", "scratch", "sweep", "repair", "restarts",
                                              "noise_levels", "feature_subset")},
         "config": config,
+        "verification": verification,
         "controller": f"cells/{c.id}",
         "versions": versions(),
         "machine": machine(),
@@ -320,6 +322,27 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     record = json_safe(record)
     atomic_write_text(out, json.dumps(record, indent=1) + "\n")
     return record
+
+
+def _verification(controller: Any, suite: dict[str, Any], teacher: Any, states: Any) -> dict[str, Any] | None:
+    """The verdicts of the suite's property file for the controller's task (``None`` when it names none)."""
+    from interp_rl.verify import load_properties, verify
+
+    file = (suite.get("properties") or {}).get(teacher.task)
+    if file is None:
+        return None
+    props = load_properties(file, features=controller.features, actions=controller.actions)
+    bounds = None
+    if props.domain.source == "task":
+        env = teacher.env_fn(0)
+        bounds = (env.observation_space.low, env.observation_space.high)
+        env.close()
+    result = verify(controller, props, states=states, task_bounds=bounds)
+    return {"properties": Path(file).name, "counts": result.counts(), "seconds": result.seconds,
+            "verdicts": [{"name": v.name, "status": v.status, "reason": v.reason, "regions": v.regions,
+                          "seconds": v.seconds, "failing_regions": len(v.failing),
+                          "sampled": result.sampled[v.name].to_dict() if v.name in result.sampled else None}
+                         for v in result.verdicts]}
 
 
 def load_records(results: Path) -> list[dict[str, Any]]:

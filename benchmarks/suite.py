@@ -137,6 +137,9 @@ class Suite:
     report: dict[str, Any] = field(default_factory=dict)
     """``analyses``: the report's sections by name, in order (:data:`benchmarks.analyses.ANALYSES`; default:
     every one)."""
+    properties: dict[str, str] = field(default_factory=dict)
+    """Task id -> property file (:mod:`interp_rl.verify`): every controller of that task is verified against it
+    and its record carries the verdicts (``verification``)."""
 
     def teacher(self, name: str) -> TeacherSpec:
         return next(t for t in self.teachers if t.name == name)
@@ -258,6 +261,32 @@ def _shared_settings(shared: Any, methods: dict[str, Any], where: str) -> dict[s
     return dict(shared)
 
 
+def _properties(raw: Any, path: Path, where: str) -> dict[str, str]:
+    """``[properties]``: task id -> property file, relative to the suite file's folder; each file is read now
+    against the task's features and actions, so a bad rule fails before an hour of distillation."""
+    from envs import get_task, task_signals
+    from interp_rl.errors import UnknownTaskError
+    from interp_rl.verify import PropertyError, load_properties
+
+    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
+        raise SuiteError(f"{where}: [properties] must map task ids to property files, such as "
+                         f"\"Hopper-v5\" = \"../properties/Hopper-v5.toml\". Got {raw!r} instead.")
+    out = {}
+    for task, file in raw.items():
+        try:
+            task_id = get_task(task).id
+        except UnknownTaskError as exc:
+            raise SuiteError(f"{where}: [properties] {exc}") from None
+        resolved = (path.parent / file).resolve()
+        features, actions = task_signals(task_id)
+        try:
+            load_properties(resolved, features=features, actions=actions)
+        except PropertyError as exc:
+            raise SuiteError(f"{where}: [properties] {task}: {exc}") from None
+        out[task_id] = str(resolved)
+    return out
+
+
 def load_suite(name_or_path: str | Path) -> Suite:
     """A shipped suite by name (``quick``, ``mujoco``, ``demo``) or a suite file by path."""
     from distill.methods import METHODS
@@ -274,7 +303,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
     data = _read(path)
     where = f"Suite {str(path)!r}"
     known = {"name", "description", "seeds", "episodes", "fidelity_steps", "latency_batch", "rate_episodes",
-             "attribution_states", "settings", "teachers", "methods", "targets", "compare", "report"}
+             "attribution_states", "settings", "teachers", "methods", "targets", "compare", "report", "properties"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise SuiteError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}.")
@@ -364,7 +393,9 @@ def load_suite(name_or_path: str | Path) -> Suite:
             or not all(a in ANALYSES for a in report.get("analyses", [])):
         raise SuiteError(f"{where}: [report] takes 'analyses', a list of some of {', '.join(ANALYSES)}. "
                          f"Got {report!r} instead.")
+    properties = _properties(data.get("properties", {}), path, where)
     return Suite(name=name, description=str(data.get("description", "")), seeds=seeds, episodes=episodes,
+                 properties=properties,
                  compare=tuple(compare), report={"analyses": list(report["analyses"])} if "analyses" in report else {},
                  targets={k: float(v) for k, v in targets.items()},
                  fidelity_steps=_int(data, "fidelity_steps", JOB_DEFAULTS["fidelity_steps"], 1, where),
