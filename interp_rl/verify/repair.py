@@ -2,12 +2,13 @@
 
 For each refuted ``rule`` or ``range`` property, every piece where a violation was found is refitted
 by least squares on the distillation data that piece acts on (its non-zero pattern kept: the
-structure does not change), subject to the property on the *whole* region. "For every state ``x`` of
-the polyhedron ``G x <= h``, ``alpha @ (c + W x) + beta @ x <= d``" is one linear constraint set
-through LP duality: it holds exactly when some ``lam >= 0`` has ``G.T @ lam = W.T @ alpha + beta`` and
-``h @ lam + alpha @ c <= d`` (a robust constraint, not a check at sampled states). The requirement is
-imposed on the unclipped output, which implies it after clipping for a requirement on one action;
-:func:`repair` verifies the result again either way.
+structure does not change), subject to the property on the *whole* region: a convex quadratic
+program, solved by HiGHS. "For every state ``x`` of the polyhedron ``G x <= h``,
+``alpha @ (c + W x) + beta @ x <= d``" is one linear constraint set through LP duality: it holds
+exactly when some ``lam >= 0`` has ``G.T @ lam = W.T @ alpha + beta`` and ``h @ lam + alpha @ c <= d``
+(a robust constraint, not a check at sampled states). The requirement is imposed on the unclipped
+output, which implies it after clipping for a requirement on one action; :func:`repair` verifies the
+result again either way.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize
 
 from interp_rl.errors import InterpRLError
 from interp_rl.program import Controller, Region
@@ -54,33 +54,68 @@ def _constraints_for(piece_regions: list[Region], prop, lo: np.ndarray, hi: np.n
     return out
 
 
+def _quiet_highs() -> Any:
+    """A HiGHS instance, without the banner the first one prints on standard output."""
+    import os
+    import sys
+
+    import highspy
+
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            h = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    h.setOptionValue("output_flag", False)
+    return h
+
+
 def _solve(theta0: np.ndarray, quads: list[tuple[np.ndarray, np.ndarray]], penalty: np.ndarray, offsets: np.ndarray,
-           eq: tuple[np.ndarray, np.ndarray], ineq: tuple[np.ndarray, np.ndarray], n_var: int) -> Any:
-    """Minimise the quadratic fit plus the pull to ``theta0`` subject to ``Aeq v = beq``, ``Ain v >= bin``,
-    the multipliers (the variables after ``theta``) non-negative."""
+           eq: tuple[np.ndarray, np.ndarray], ineq: tuple[np.ndarray, np.ndarray], n_var: int) -> np.ndarray | None:
+    """Minimise the quadratic fit plus the pull to ``theta0`` subject to ``Aeq v = beq``, ``Ain v >= bin``, the
+    multipliers (the variables after ``theta``) non-negative: a convex QP, solved by HiGHS. ``None`` when HiGHS
+    finds no solution."""
+    import highspy
+    from scipy.sparse import csc_matrix
+
     n_theta = len(theta0)
+    H = np.zeros((n_var, n_var))
+    g = np.zeros(n_var)
+    for i, (Q, q) in enumerate(quads):  # t @ Q t - 2 q @ t  ->  1/2 t @ (2Q) t + (-2q) @ t
+        sl = slice(offsets[i], offsets[i + 1])
+        H[sl, sl] += 2 * Q
+        g[sl] -= 2 * q
+    H[:n_theta, :n_theta] += 2 * np.diag(penalty)
+    g[:n_theta] -= 2 * penalty * theta0
     Aeq, beq = eq
     Ain, bin_ = ineq
-
-    def fun(v: np.ndarray) -> tuple[float, np.ndarray]:
-        th = v[:n_theta]
-        grad = np.zeros_like(v)
-        val = 0.0
-        for i, (Q, q) in enumerate(quads):
-            t = th[offsets[i]:offsets[i + 1]]
-            val += float(t @ Q @ t - 2 * q @ t)
-            grad[offsets[i]:offsets[i + 1]] += 2 * (Q @ t - q)
-        d = th - theta0
-        val += float(penalty @ d ** 2)
-        grad[:n_theta] += 2 * penalty * d
-        return val, grad
-
-    v0 = np.concatenate([theta0, np.zeros(n_var - n_theta)])
-    return minimize(fun, v0, jac=True, method="SLSQP",
-                    bounds=[(None, None)] * n_theta + [(0.0, None)] * (n_var - n_theta),
-                    constraints=[{"type": "eq", "fun": lambda v: Aeq @ v - beq, "jac": lambda v: Aeq},
-                                 {"type": "ineq", "fun": lambda v: Ain @ v - bin_, "jac": lambda v: Ain}],
-                    options={"maxiter": 500, "ftol": 1e-12})
+    A = csc_matrix(np.vstack([Aeq, Ain]))
+    inf = highspy.kHighsInf
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n_var, A.shape[0]
+    lp.col_cost_ = g
+    lp.col_lower_ = np.concatenate([np.full(n_theta, -inf), np.zeros(n_var - n_theta)])
+    lp.col_upper_ = np.full(n_var, inf)
+    lp.row_lower_ = np.concatenate([beq, bin_])
+    lp.row_upper_ = np.concatenate([beq, np.full(len(bin_), inf)])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
+    lower = csc_matrix(np.tril(H))
+    hess = highspy.HighsHessian()
+    hess.dim_, hess.format_ = n_var, highspy.HessianFormat.kTriangular
+    hess.start_, hess.index_, hess.value_ = lower.indptr, lower.indices, lower.data
+    model = highspy.HighsModel()
+    model.lp_, model.hessian_ = lp, hess
+    h = _quiet_highs()
+    h.passModel(model)
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    return np.asarray(h.getSolution().col_value, dtype=np.float64)
 
 
 def repair(controller: Controller, verification, observations: np.ndarray, targets: np.ndarray,
@@ -167,12 +202,13 @@ def repair(controller: Controller, verification, observations: np.ndarray, targe
             in_rhs.append(-(ineq.rhs - margin * (1.0 + abs(ineq.rhs))))
         Aeq, beq = np.vstack(eq_rows), np.concatenate(eq_rhs)
         Ain, bin_ = np.array(in_rows), np.array(in_rhs)
-        res = _solve(theta0, [quad[k] for k in acts], penalty * proximity, offsets, (Aeq, beq), (Ain, bin_), n_var)
         label = pieces.labels[p] if pieces.labels else f"piece {p}"
-        if not res.success and np.max(np.abs(Aeq @ res.x - beq), initial=0.0) > 1e-7:
-            raise InterpRLError(f"Repair of {label} failed: {res.message}; the property may not be satisfiable by "
-                                "an affine rule on that region.")
-        th = res.x[:n_theta]
+        solution = _solve(theta0, [quad[k] for k in acts], penalty * proximity, offsets, (Aeq, beq), (Ain, bin_),
+                          n_var)
+        if solution is None:
+            raise InterpRLError(f"Repair of {label} failed: no affine rule on its region keeps the property (the "
+                                "constrained fit has no solution).")
+        th = solution[:n_theta]
         for i, k in enumerate(acts):
             t = th[offsets[i]:offsets[i + 1]]
             intercept[p, k] = t[0]
