@@ -20,7 +20,7 @@ from interp_rl.verify import PropertyError, clopper_pearson_upper, parse_propert
 ROOT = Path(__file__).resolve().parents[1]
 HOPPER_MOE = ROOT / "benchmarks/results/recipe/cells/Hopper-SAC__moe-8__seed0"
 CHEETAH_TREE = ROOT / "benchmarks/results/mujoco/cells/HalfCheetah-SAC__tree-64__seed0"
-CHEETAH_STATES = ROOT / "benchmarks/results/recipe/cells/HalfCheetah-SAC__moe-8__seed0/states.npy"
+CHEETAH_STATES = ROOT / "benchmarks/results/recipe/cells/HalfCheetah-SAC__moe-8__seed2/states.npy"
 
 FEATURES = [Signal("angle", "rad"), Signal("speed", "m/s"), Signal("temp", "°C")]
 ACTIONS = [Signal("force", "N"), Signal("torque", "N m")]

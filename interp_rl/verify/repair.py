@@ -98,11 +98,13 @@ def _solve(theta0: np.ndarray, quads: list[tuple[np.ndarray, np.ndarray]], penal
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = n_var, A.shape[0]
     lp.col_cost_ = g
-    lp.col_lower_ = np.concatenate([np.full(n_theta, -inf), np.zeros(n_var - n_theta)])
-    lp.col_upper_ = np.full(n_var, inf)
+    big = 1e6 * (1.0 + float(np.max(np.abs(theta0), initial=0.0)))  # HiGHS's QP solver fails on free variables
+    lp.col_lower_ = np.concatenate([np.full(n_theta, -big), np.zeros(n_var - n_theta)])
+    lp.col_upper_ = np.full(n_var, big)
     lp.row_lower_ = np.concatenate([beq, bin_])
     lp.row_upper_ = np.concatenate([beq, np.full(len(bin_), inf)])
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_var, A.shape[0]
     lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
     lower = csc_matrix(np.tril(H))
     hess = highspy.HighsHessian()
@@ -111,7 +113,8 @@ def _solve(theta0: np.ndarray, quads: list[tuple[np.ndarray, np.ndarray]], penal
     model = highspy.HighsModel()
     model.lp_, model.hessian_ = lp, hess
     h = _quiet_highs()
-    h.passModel(model)
+    if h.passModel(model) != highspy.HighsStatus.kOk:
+        return None
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
@@ -119,7 +122,7 @@ def _solve(theta0: np.ndarray, quads: list[tuple[np.ndarray, np.ndarray]], penal
 
 
 def repair(controller: Controller, verification, observations: np.ndarray, targets: np.ndarray,
-           weights: np.ndarray | None = None, *, proximity: float = 1e-3, margin: float = 1e-6) -> RepairResult:
+           weights: np.ndarray | None = None, *, proximity: float = 1e-3, margin: float = 1e-4) -> RepairResult:
     """Refit the pieces of ``controller`` that break the refuted properties of ``verification``.
 
     Parameters
