@@ -101,7 +101,7 @@ def verify(
     if repair and counts["refuted"]:
         if out_dir is None:
             raise InterpRLError("--repair writes the repaired controller: give --out FOLDER.")
-        result = _repair(ctrl, controller, result, props, visited, bounds, only, out_dir, episodes, seed)
+        result = _repair(ctrl, controller, result, props, visited, bounds, only, out_dir, episodes, seed, neural)
         counts = result.counts()
     if counts["refuted"]:
         raise typer.Exit(REFUTED_EXIT)
@@ -119,14 +119,15 @@ def _teacher(path: str, algo: str | None, ctrl: Any) -> Any:
 
 
 def _repair(ctrl: Any, path: Path, result: Any, props: Any, visited: Any, bounds: Any, only: Any, out_dir: Path,
-            episodes: int, seed: int) -> Any:
+            episodes: int, seed: int, neural: Any = None) -> Any:
     from interp_rl.evidence import load_data
     from interp_rl.verify import verify as run_verify
     from interp_rl.verify.repair import repair
 
     data = load_data(path)
     fixed = repair(ctrl, result, data.observations, data.actions, data.weights)
-    again = run_verify(fixed.controller, props, states=visited, task_bounds=bounds, names=only)
+    again = run_verify(fixed.controller, props, states=visited, task_bounds=bounds, names=only, teacher=neural,
+                       seed=seed)
     fixed.controller.save(Path(out_dir) / "controller.json")
     out.print(f"Repaired {', '.join(fixed.properties)} by refitting {', '.join(fixed.pieces)} (squared error on "
               f"their data {fixed.fit_before:.4g} -> {fixed.fit_after:.4g}).", markup=False)
