@@ -191,26 +191,34 @@ class Verification:
                            f"fails by {cex.violation:.3g}.")
             elif v.status == "unknown":
                 out.append(f"{v.name}: unknown: {v.reason}.")
+        return out + self._teacher_details(precision)
+
+    def _teacher_details(self, precision: int) -> list[str]:
+        """What the teacher does at a ``teacher`` property's counterexample, and the teacher's worst counterexample
+        to every other property."""
+        c = self.controller
+        out = []
         compared = {p.name for p in self.properties.properties if p.kind == "teacher"}
         for v in self.verdicts:
-            cex = v.counterexample
-            if v.name in compared and cex is not None and cex.other_action is not None:
+            mine = v.counterexample
+            if v.name in compared and mine is not None and mine.other_action is not None:
                 theirs = ", ".join(f"{a.name} = {y:.{precision}g}"
-                                   for a, y in zip(c.actions, cex.other_action, strict=True))
+                                   for a, y in zip(c.actions, mine.other_action, strict=True))
                 out.append(f"{v.name}: there the teacher gives {theirs}.")
             t = self.teacher.get(v.name)
-            w = None if t is None or v.name in compared else t.worst
-            if w is not None:
-                state = ", ".join(f"{f.name} = {x:.{precision}g}" for f, x in zip(c.features, w.state, strict=True))
-                act = ", ".join(f"{a.name} = {y:.{precision}g}" for a, y in zip(c.actions, w.action, strict=True))
-                moved = ""
-                if w.other_state is not None and w.other_action is not None:
-                    j = int(np.argmax(w.other_state != w.state)) if np.any(w.other_state != w.state) else 0
-                    moved = (f", and at {c.features[j].name} = {w.other_state[j]:.{precision}g} gives "
-                             + ", ".join(f"{a.name} = {y:.{precision}g}"
-                                         for a, y in zip(c.actions, w.other_action, strict=True)))
-                out.append(f"{v.name}: the teacher breaks it ({t.counterexamples:,} counterexamples found); the worst "
-                           f"at {state}: it gives {act}{moved}; `{w.requirement}` fails by {w.violation:.3g}.")
+            if t is None or t.worst is None or v.name in compared:
+                continue
+            w = t.worst
+            state = ", ".join(f"{f.name} = {x:.{precision}g}" for f, x in zip(c.features, w.state, strict=True))
+            act = ", ".join(f"{a.name} = {y:.{precision}g}" for a, y in zip(c.actions, w.action, strict=True))
+            moved = ""
+            if w.other_state is not None and w.other_action is not None:
+                j = int(np.argmax(w.other_state != w.state))
+                moved = (f", and at {c.features[j].name} = {w.other_state[j]:.{precision}g} gives "
+                         + ", ".join(f"{a.name} = {y:.{precision}g}"
+                                     for a, y in zip(c.actions, w.other_action, strict=True)))
+            out.append(f"{v.name}: the teacher breaks it ({t.counterexamples:,} counterexamples found); the worst "
+                       f"at {state}: it gives {act}{moved}; `{w.requirement}` fails by {w.violation:.3g}.")
         return out
 
     def write(self, out_dir: str | Path) -> dict[str, Path]:

@@ -362,7 +362,7 @@ def search_policy(predict: Predict, prop: Property, lo: np.ndarray, hi: np.ndarr
     states : ndarray of shape (n, obs_dim), optional
         Visited states, tried besides the samples (``teacher`` kind; the others search the box only).
     act_dim : int, optional
-        The number of actions (read from the property when not given).
+        The number of actions (from one call of ``predict`` when not given).
     label : str
         What acts, in the counterexample (``region``).
 
@@ -406,9 +406,11 @@ def search_policy(predict: Predict, prop: Property, lo: np.ndarray, hi: np.ndarr
 
     # 1. sampling, one conjunction at a time (rejection inside the tightened box, topped up a few times)
     per = math.ceil(samples / len(problem.conjs)) if samples > 0 else 0
-    Zs, Cs = [], []
+    Zs: list[np.ndarray] = []
+    Cs: list[np.ndarray] = []
     for c in range(len(problem.conjs)):
-        got, tries = [], 0
+        got: list[np.ndarray] = []
+        tries = 0
         while per and sum(len(g) for g in got) < per and tries < 20:
             Z = problem.draw(rng, c, per)
             got.append(Z[problem.feasible(Z, np.full(len(Z), c))])
