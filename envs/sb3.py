@@ -460,6 +460,49 @@ class SB3Teacher:
 
     act = predict
 
+    def predict_torch(self, obs: Any) -> Any:
+        """:meth:`predict` as a differentiable torch function: raw observations ``(n, obs_dim)`` (a float64
+        tensor) to actions ``(n, act_dim)`` (float64), through the same VecNormalize statistics, the same float32
+        networks, the same squashing into the action bounds and the same clipping, so its values are
+        :meth:`predict`'s. Continuous actions only (a discrete agent's one-hot actions have no gradient)."""
+        import torch as th
+
+        if self.n_classes:
+            raise TeacherLoadError(
+                f"The {self.algo.upper()} teacher picks one of {self.n_classes} classes; its one-hot actions have "
+                "no gradient (differentiate action_scores() instead)."
+            )
+        x = obs
+        if self.normalizer is not None:
+            n = self.normalizer
+            x = th.clamp((x - th.as_tensor(n.mean)) / th.sqrt(th.as_tensor(n.var) + n.epsilon), -n.clip, n.clip)
+        policy = self.model.policy
+        policy.set_training_mode(False)
+        a = policy._predict(x.to(th.float32), deterministic=True)  # the network part of policy.predict
+        space = policy.action_space
+        if policy.squash_output:  # policy.unscale_action, in float32 as there
+            low32, high32 = th.as_tensor(space.low), th.as_tensor(space.high)
+            a = low32 + (0.5 * (a + 1.0) * (high32 - low32))
+        a = a.to(th.float64).reshape(len(x), self.act_dim)
+        return th.clamp(a, th.as_tensor(self.action_low), th.as_tensor(self.action_high))
+
+    def action_jacobian(self, obs: np.ndarray) -> np.ndarray:
+        """``d predict(obs) / d obs``, shape ``(n, act_dim, obs_dim)``, for raw ``obs`` ``(n, obs_dim)``: the
+        gradient of :meth:`predict_torch` (zero where an action is clipped or a normalised feature is cut at
+        the VecNormalize clip). What a search for states where the agent breaks a rule climbs."""
+        import torch as th
+
+        arr, _ = check_observations(obs, self.obs_dim, owner=f"the {self.algo.upper()} teacher", task=self.task,
+                                    feature_names=self.feature_names)
+        x = th.tensor(arr, dtype=th.float64, requires_grad=True)
+        rows = []
+        with th.enable_grad(), torch_threads(self.threads):
+            a = self.predict_torch(x)
+            for k in range(self.act_dim):
+                (g,) = th.autograd.grad(a[:, k].sum(), x, retain_graph=k < self.act_dim - 1)
+                rows.append(g)
+        return np.asarray(th.stack(rows, dim=1).numpy(), dtype=np.float64)
+
     def latent(self, obs: np.ndarray) -> np.ndarray:
         """The policy network's last hidden layer at ``obs`` ``(n, hidden)``: what the agent's actions are a function
         of, the states as the agent sees them (ARLIN clusters these into the abstract states of its graph)."""

@@ -6,7 +6,9 @@ observations) that also knows its task: the action bounds, the environment it ex
 Q-function agents (SAC, TD3, DDPG, TQC), ``value(obs)`` for state-value agents (PPO, A2C, TRPO).
 A teacher that can also train a new agent on its own task and observation layout offers
 ``train_from_scratch(out, *, algo, steps, seed, eval_episodes, hyperparams, resume, on_checkpoint)``
-(optional; RL from scratch, :class:`distill.scratch.ScratchTrainer`, needs it).
+(optional; RL from scratch, :class:`distill.scratch.ScratchTrainer`, needs it). A teacher with continuous
+actions may offer ``action_jacobian(obs) -> (n, act_dim, obs_dim)``, the gradient of ``predict`` (optional;
+:func:`interp_rl.verify.search_policy` climbs it, and falls back to finite differences without it).
 
 :class:`envs.sb3.SB3Teacher` implements it for Stable-Baselines3 agents; anything else with
 these attributes is a teacher too (a test's stand-in with a known Q-function, a hand-written

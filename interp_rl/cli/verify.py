@@ -64,10 +64,17 @@ def verify(
                          "again, and write the repaired controller to --out.")] = False,
     episodes: Annotated[int, typer.Option(
         help="With --repair: episodes to compare the returns before and after (0: none).")] = 20,
-    seed: Annotated[int, typer.Option(help="With --repair: seed of the first comparison episode.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the teacher's search; with --repair, of the first comparison "
+                                           "episode.")] = 0,
+    teacher: Annotated[str | None, typer.Option(
+        "--teacher", help="The neural teacher (an SB3 .zip, a zoo run folder or an interp-rl train folder), searched "
+                          "side by side for states that break each property (random sampling, then gradient ascent) "
+                          "and checked on the visited states; `teacher` properties need it.")] = None,
+    algo: Annotated[str | None, typer.Option(help="With --teacher: its algorithm (detected when omitted).")] = None,
 ) -> None:
     """Decide every property of a property file for a saved controller: proved, refuted (with a counterexample
-    state) or unknown (with the reason). Exits with status 3 when a property is (still) refuted."""
+    state) or unknown (with the reason); with --teacher, search the teacher for the same properties. Exits with
+    status 3 when a property of the controller is (still) refuted."""
     import numpy as np
 
     from interp_rl.program import load_controller
@@ -82,7 +89,8 @@ def verify(
     if visited is not None:
         visited = ctrl.check_obs(np.asarray(visited, dtype=np.float64))[0]
     bounds = _task_bounds(ctrl) if props.domain.source == "task" else None
-    result = run_verify(ctrl, props, states=visited, task_bounds=bounds, names=only)
+    neural = _teacher(teacher, algo, ctrl) if teacher is not None else None
+    result = run_verify(ctrl, props, states=visited, task_bounds=bounds, names=only, teacher=neural, seed=seed)
     header, rows = result.table()
     table = Table(*header, title=f"{ctrl.kind} controller of {ctrl.task or 'its task'} against {properties}")
     for row in rows:
@@ -90,6 +98,8 @@ def verify(
     out.print(table)
     for line in result.details():
         out.print(line, markup=False)
+    for name, line in result.side_by_side():
+        out.print(f"{name}: {line}", markup=False)
     counts = result.counts()
     out.print(f"{counts['proved']} proved, {counts['refuted']} refuted, {counts['unknown']} unknown in "
               f"{result.seconds:.2f} s.", markup=False)
@@ -99,14 +109,25 @@ def verify(
     if repair and counts["refuted"]:
         if out_dir is None:
             raise InterpRLError("--repair writes the repaired controller: give --out FOLDER.")
-        result = _repair(ctrl, controller, result, props, visited, bounds, only, out_dir, episodes, seed)
+        result = _repair(ctrl, controller, result, props, visited, bounds, only, out_dir, episodes, seed, neural)
         counts = result.counts()
     if counts["refuted"]:
         raise typer.Exit(REFUTED_EXIT)
 
 
+def _teacher(path: str, algo: str | None, ctrl: Any) -> Any:
+    """The teacher, loaded as ``interp-rl distill`` loads it, on the controller's task (a teacher of another task
+    is refused by :func:`interp_rl.verify.verify`, which compares their features and actions)."""
+    import torch
+
+    from envs.teachers import load_teacher
+
+    torch.set_num_threads(1)
+    return load_teacher(path, env=ctrl.task or None, algo=algo)
+
+
 def _repair(ctrl: Any, path: Path, result: Any, props: Any, visited: Any, bounds: Any, only: Any, out_dir: Path,
-            episodes: int, seed: int) -> Any:
+            episodes: int, seed: int, neural: Any = None) -> Any:
     import numpy as np
 
     from interp_rl.evidence import load_data
@@ -119,7 +140,8 @@ def _repair(ctrl: Any, path: Path, result: Any, props: Any, visited: Any, bounds
         fixed = repair_classes(result, data.observations, data.actions, data.weights)
     else:
         fixed = repair(ctrl, result, data.observations, data.actions, data.weights)
-    again = run_verify(fixed.controller, result.properties, states=visited, task_bounds=bounds, names=only)
+    again = run_verify(fixed.controller, result.properties, states=visited, task_bounds=bounds, names=only,
+                       teacher=neural, seed=seed)
     fixed.controller.save(Path(out_dir) / "controller.json")
     out.print(f"Repaired {', '.join(fixed.properties)} by refitting {', '.join(fixed.pieces)} (squared error on "
               f"their data {fixed.fit_before:.4g} -> {fixed.fit_after:.4g}).", markup=False)

@@ -57,10 +57,12 @@ from interp_rl.verify.properties import (
     parse_properties,
 )
 from interp_rl.verify.prove import Counterexample, Verdict, decide
+from interp_rl.verify.search import TeacherSearch, search_policy, teacher_verdict, visited_share
 from interp_rl.verify.slopes import decide_slope
 
 __all__ = ["Counterexample", "Domain", "Property", "PropertyError", "PropertySet", "Sampled", "Verdict",
            "Verification", "clopper_pearson_upper", "load_properties", "parse_properties", "verify"]
+__all__ += ["TeacherSearch", "search_policy"]  # the teacher, side by side
 
 #: Confidence of the Clopper-Pearson bound on the share of states that break a property.
 CONFIDENCE = 0.95
@@ -108,6 +110,12 @@ class Verification:
     sampled: dict[str, Sampled] = field(default_factory=dict)
     """Per property: the probabilistic check on the visited states, when states were given."""
     seconds: float = 0.0
+    teacher: dict[str, TeacherSearch] = field(default_factory=dict)
+    """Per property: the search of the teacher, when a teacher was given (:mod:`interp_rl.verify.search`)."""
+    teacher_sampled: dict[str, Sampled] = field(default_factory=dict)
+    """Per property: the probabilistic check of the teacher on the visited states."""
+    teacher_source: str = ""
+    """Which teacher was searched."""
 
     def counts(self) -> dict[str, int]:
         """``{"proved": ..., "refuted": ..., "unknown": ...}``."""
@@ -135,19 +143,41 @@ class Verification:
                 "regions": v.regions, "linear_programs": v.programs, "seconds": v.seconds,
                 "failing_regions": len(v.failing),
                 "sampled": self.sampled[v.name].to_dict() if v.name in self.sampled else None,
-            } for v in self.verdicts]}
+                **({"teacher": self.teacher[v.name].to_dict(c.feature_names, c.action_names),
+                    "teacher_sampled": (self.teacher_sampled[v.name].to_dict() if v.name in self.teacher_sampled
+                                        else None)} if v.name in self.teacher else {}),
+            } for v in self.verdicts],
+            **({"teacher": self.teacher_source} if self.teacher else {})}
 
     def table(self) -> tuple[list[str], list[list[str]]]:
         """Header and rows of the summary table (one row per property)."""
         header = ["property", "verdict", "regions", "seconds", "visited states breaking it"]
         rows = []
         for v in self.verdicts:
-            status = v.status if v.status != "refuted" else f"refuted ({len(v.failing)} regions)"
+            status = f"refuted ({len(v.failing)} regions)" if v.status == "refuted" and v.failing else v.status
             s = self.sampled.get(v.name)
             share = "" if s is None else (f"{s.violations} of {s.states} (≤ {100 * s.upper:.3g}% at "
                                           f"{100 * CONFIDENCE:.0f}%)")
             rows.append([v.name, status, str(v.regions), f"{v.seconds:.2f}", share])
+        if self.teacher:
+            header += ["teacher", "visited states the teacher breaks"]
+            for v, row in zip(self.verdicts, rows, strict=True):
+                t, s = self.teacher.get(v.name), self.teacher_sampled.get(v.name)
+                row += ["" if t is None else t.summary(),
+                        "" if s is None else f"{s.violations} of {s.states} (≤ {100 * s.upper:.3g}% at "
+                                             f"{100 * CONFIDENCE:.0f}%)"]
         return header, rows
+
+    def side_by_side(self) -> list[tuple[str, str]]:
+        """``(name, "controller: proved · teacher: 37 counterexamples")`` for every property the teacher was
+        searched for."""
+        out = []
+        for v in self.verdicts:
+            t = self.teacher.get(v.name)
+            if t is not None:
+                mine = f"refuted ({len(v.failing)} regions)" if v.status == "refuted" and v.failing else v.status
+                out.append((v.name, f"controller: {mine} · teacher: {t.summary()}"))
+        return out
 
     def details(self, precision: int = 4) -> list[str]:
         """One paragraph per property that is not proved: the counterexample or the reason."""
@@ -171,6 +201,34 @@ class Verification:
                            f"fails by {cex.violation:.3g}.")
             elif v.status == "unknown":
                 out.append(f"{v.name}: unknown: {v.reason}.")
+        return out + self._teacher_details(precision)
+
+    def _teacher_details(self, precision: int) -> list[str]:
+        """What the teacher does at a ``teacher`` property's counterexample, and the teacher's worst counterexample
+        to every other property."""
+        c = self.controller
+        out = []
+        compared = {p.name for p in self.properties.properties if p.kind == "teacher"}
+        for v in self.verdicts:
+            mine = v.counterexample
+            if v.name in compared and mine is not None and mine.other_action is not None:
+                theirs = ", ".join(f"{a.name} = {y:.{precision}g}"
+                                   for a, y in zip(c.actions, mine.other_action, strict=True))
+                out.append(f"{v.name}: there the teacher gives {theirs}.")
+            t = self.teacher.get(v.name)
+            if t is None or t.worst is None or v.name in compared:
+                continue
+            w = t.worst
+            state = ", ".join(f"{f.name} = {x:.{precision}g}" for f, x in zip(c.features, w.state, strict=True))
+            act = ", ".join(f"{a.name} = {y:.{precision}g}" for a, y in zip(c.actions, w.action, strict=True))
+            moved = ""
+            if w.other_state is not None and w.other_action is not None:
+                j = int(np.argmax(w.other_state != w.state))
+                moved = (f", and at {c.features[j].name} = {w.other_state[j]:.{precision}g} gives "
+                         + ", ".join(f"{a.name} = {y:.{precision}g}"
+                                     for a, y in zip(c.actions, w.other_action, strict=True)))
+            out.append(f"{v.name}: the teacher breaks it ({t.counterexamples:,} counterexamples found); the worst "
+                       f"at {state}: it gives {act}{moved}; `{w.requirement}` fails by {w.violation:.3g}.")
         return out
 
     def write(self, out_dir: str | Path) -> dict[str, Path]:
@@ -193,6 +251,10 @@ class Verification:
         props = {p.name: p for p in self.properties.properties}
         doc.bullets([f"**{v.name}**: {props[v.name].statement}" + (f" ({props[v.name].why})" if props[v.name].why
                                                                     else "") for v in self.verdicts])
+        if self.teacher:
+            doc.p(f"Side by side with the teacher ({self.teacher_source}), searched by random sampling and gradient "
+                  "ascent on the violation inside each property's region (a search: finding nothing proves nothing):")
+            doc.bullets([f"**{name}**: {line}" for name, line in self.side_by_side()])
         details = self.details()
         if details:
             doc.bullets(details)
@@ -231,7 +293,7 @@ def _sampled(controller: Controller, prop: Property, states: np.ndarray) -> Samp
 
 def verify(controller: Controller, properties: PropertySet | str | Path, *, states: np.ndarray | None = None,
            task_bounds: tuple[np.ndarray, np.ndarray] | None = None,
-           names: Sequence[str] | None = None) -> Verification:
+           names: Sequence[str] | None = None, teacher: Any | None = None, seed: int = 0) -> Verification:
     """Decide every property of ``properties`` for ``controller``.
 
     Parameters
@@ -248,6 +310,12 @@ def verify(controller: Controller, properties: PropertySet | str | Path, *, stat
         The task's observation bounds, for ``[domain] from = "task"``.
     names : sequence of str, optional
         Decide only these properties.
+    teacher : object with ``predict(obs) -> actions``, optional
+        The neural teacher, searched side by side for states that break each property
+        (:func:`~interp_rl.verify.search.search_policy`; its gradient when it has ``action_jacobian``), and
+        checked on the visited states; ``teacher`` properties get their verdict from the search.
+    seed : int
+        Seed of the teacher's search.
     """
     start = time.perf_counter()
     from interp_rl.verify.classes import class_view
@@ -294,7 +362,40 @@ def verify(controller: Controller, properties: PropertySet | str | Path, *, stat
             s = _sampled(controller, p, X)
             if s is not None:
                 sampled[p.name] = s
-    return Verification(controller, properties, lo, hi, verdicts, sampled, time.perf_counter() - start)
+    result = Verification(controller, properties, lo, hi, verdicts, sampled)
+    if teacher is not None:
+        _teacher_side(result, chosen, teacher, states, seed)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _teacher_side(result: Verification, chosen: list[Property], teacher: Any, states: np.ndarray | None,
+                  seed: int) -> None:
+    """Search the teacher for every property, check it on the visited states, and decide ``teacher`` properties."""
+    from interp_rl.errors import InterpRLError
+
+    c = result.controller
+    obs_dim, act_dim = getattr(teacher, "obs_dim", c.program.obs_dim), getattr(teacher, "act_dim", len(c.actions))
+    if (obs_dim, act_dim) != (c.program.obs_dim, len(c.actions)):
+        raise InterpRLError(f"The teacher observes {obs_dim} features and outputs {act_dim} actions, but the "
+                            f"controller reads {c.program.obs_dim} and outputs {len(c.actions)}"
+                            f"{f' ({c.task})' if c.task else ''}; is it the teacher of this controller?")
+    jacobian = None if getattr(teacher, "discrete", False) else getattr(teacher, "action_jacobian", None)
+    result.teacher_source = str(getattr(teacher, "source", "") or type(teacher).__name__)
+    X = None if states is None or not len(states) else np.asarray(states, dtype=np.float64)
+    for k, p in enumerate(chosen):
+        found = search_policy(teacher.predict, p, result.lower, result.upper, seed=seed, gradient=jacobian,
+                              reference=c.predict if p.kind == "teacher" else None,
+                              states=X if p.kind == "teacher" else None, act_dim=act_dim)
+        result.teacher[p.name] = found
+        if p.kind == "teacher":
+            result.verdicts[k] = teacher_verdict(found, p, c, teacher.predict)
+        if X is not None:
+            share = visited_share(teacher.predict, p, X, reference=c.predict if p.kind == "teacher" else None)
+            if share is not None:
+                n, broken = share
+                (result.sampled if p.kind == "teacher" else result.teacher_sampled)[p.name] = Sampled(
+                    n, broken, clopper_pearson_upper(broken, n))
 
 
 
