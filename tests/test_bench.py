@@ -78,6 +78,9 @@ below_half = 1
 parameters = 20
 minutes = 10
 
+[properties]
+"InvertedPendulum-v5" = "{(Path(__file__).resolve().parents[1] / 'benchmarks/properties/InvertedPendulum-v5.toml').as_posix()}"
+
 [[teachers]]
 name = "IP-SAC"
 path = "{teacher.as_posix()}"
@@ -296,7 +299,7 @@ def test_bad_suites_are_one_line_errors(tmp_path: Path, text: str, message: str)
 
 def test_unknown_suite_and_method_are_named(tmp_path: Path) -> None:
     with pytest.raises(SuiteError, match=r"^Unknown suite 'nope': not a file, and not one of the shipped suites "
-                                         r"\(demo, mujoco, quick, recipe, sensors, silver, sindy, smose\)\.$"):
+                                         r"\(demo, mujoco, quick, recipe, sensors, silver, sindy, smose, verify\)\.$"):
         load_suite("nope")
     with pytest.raises(SuiteError, match=r"^Unknown method 'forest' for suite 'quick'; it has: tree\.$"):
         load_suite("quick").cells(methods=["forest"])
@@ -798,6 +801,28 @@ def test_report_shows_the_records_of_compared_suites_next_to_its_own(report: Pat
     assert "| tree-constant | 2 |" in md and "| tree | 4 |" in md  # both in the teacher's table
     assert "### Chosen tree " in md and "### Chosen tree-constant" not in md  # described in its own report
     assert "absent" not in md.split("## Summary")[0]  # a compared folder that is not there is skipped
+
+
+def test_records_carry_the_verdicts_of_the_suites_property_file(bench_run: tuple[Path, Path], report: Path) -> None:
+    _, results = bench_run
+    for rec in load_records(results):
+        ver = rec["verification"]
+        assert ver["properties"] == "InvertedPendulum-v5.toml"
+        assert sum(ver["counts"].values()) == len(ver["verdicts"]) == 4
+        assert {v["name"]: v["status"] for v in ver["verdicts"]}["within the motor's range"] == "proved"
+    md = (report / "report.md").read_text()
+    assert "## Verification against the plant's rules" in md and "`InvertedPendulum-v5.toml`" in md
+
+
+def test_a_suite_with_a_bad_property_file_fails_at_load(tmp_path: Path) -> None:
+    bad = tmp_path / "ip.toml"
+    bad.write_text('[[property]]\nname = "p"\nthen = ["slider_forse <= 1"]\n')
+    path = write_suite(tmp_path, tmp_path / "t.zip")
+    path.write_text(path.read_text().replace(
+        str(Path(__file__).resolve().parents[1] / "benchmarks/properties/InvertedPendulum-v5.toml"), bad.as_posix()))
+    with pytest.raises(SuiteError, match="InvertedPendulum-v5: Property 'p': 'slider_forse <= 1': 'slider_forse' is "
+                                         "not a feature or action"):
+        load_suite(path)
 
 
 def test_report_is_reproducible(report: Path, tmp_path: Path) -> None:

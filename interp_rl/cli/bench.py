@@ -22,7 +22,7 @@ from interp_rl.cli._app import (
 @cli_errors(resumable="rerun")
 def bench(
     suite: Annotated[str, typer.Option(
-        help="A shipped suite (quick, demo, mujoco, smose, sindy, recipe, silver, sensors) or a suite file "
+        help="A shipped suite (quick, demo, mujoco, smose, sindy, recipe, silver, sensors, verify) or a suite file "
              "(.toml/.yaml) to copy and edit.",
     )] = "quick",
     out_dir: Annotated[Path | None, typer.Option(
