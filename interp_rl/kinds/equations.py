@@ -22,6 +22,7 @@ to the last bit on one machine.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from interp_rl._onnx import OnnxGraph
     from interp_rl.program import Controller
 
-__all__ = ["FUNCTIONS", "KIND_VERSION", "EquationsProgram", "Factor", "term_text"]
+__all__ = ["FUNCTIONS", "KIND_VERSION", "LIBM_ULPS", "EquationsProgram", "Factor", "term_text"]
 
 #: Version of this kind's JSON (``"version"`` in the program's dict).
 KIND_VERSION = 1
@@ -66,6 +67,14 @@ def _exp(v: float) -> float:
 
 _UFUNCS = {name: np.frompyfunc(f, 1, 1) for name, (f, _, _) in FUNCTIONS.items()}
 
+#: Units in the last place by which :meth:`EquationsProgram.action_bounds` widens a bound read off the C
+#: library's ``sin``, ``cos``, ``tanh`` or ``exp`` (enough for results within 4 ulps of the exact value).
+LIBM_ULPS = 16
+#: Largest number of distinct operands of a term whose product is bounded corner by corner (else step by step).
+_CORNERS = 6
+#: Where ``sin`` and ``cos`` reach their largest and their smallest value, modulo ``2*pi``.
+_EXTREMES = {"sin": (math.pi / 2, -math.pi / 2), "cos": (0.0, math.pi)}
+
 Factor = tuple[str, int, float]
 """``(function, feature, argument)``: ``("pow", j, p)``, ``("sin", j, w)``, ``("tanh", j, 1.0)`` ..."""
 
@@ -89,6 +98,91 @@ def _check_factor(raw: Any, obs_dim: int) -> Factor:
     if func not in ("pow", *_PERIODIC):
         arg = 1.0
     return (func, j, arg)
+
+
+def _libm(func: str, v: np.ndarray) -> np.ndarray:
+    """The C library's ``func`` at every finite ``v`` (as :meth:`EquationsProgram.term_values` calls it), NaN
+    elsewhere."""
+    finite = np.isfinite(v)
+    out = np.full(v.shape, np.nan)
+    if finite.any():
+        out[finite] = _UFUNCS[func](v[finite]).astype(np.float64)
+    return out
+
+
+def _may_reach(low: np.ndarray, high: np.ndarray, at: float) -> np.ndarray:
+    """Whether ``[low, high]`` may hold a point ``at + 2*k*pi`` (with a margin for the rounding of this test)."""
+    a, b = (low - at) / (2 * math.pi), (high - at) / (2 * math.pi)
+    slack = 1e-9 * (1.0 + np.abs(a) + np.abs(b))
+    return np.ceil(a - slack) <= np.floor(b + slack)
+
+
+def _widen(low: np.ndarray, high: np.ndarray, ulps: int) -> tuple[np.ndarray, np.ndarray]:
+    """``[low, high]`` widened by ``ulps`` units in the last place of its largest magnitude."""
+    size = np.maximum(np.abs(low), np.abs(high))
+    pad = np.where(np.isfinite(size), ulps * np.spacing(np.where(np.isfinite(size), size, 0.0)), 0.0)
+    return low - pad, high + pad
+
+
+def _factor_bounds(func: str, arg: float, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of a factor other than a power (as :meth:`EquationsProgram.term_values` computes it) for a feature in
+    ``[low, high]``; NaN where it may be NaN."""
+    if func == "abs":
+        return np.where(low >= 0, low, np.where(high <= 0, -high, 0.0)), np.maximum(np.abs(low), np.abs(high))
+    if func in _PERIODIC and arg != 1.0:  # the rounded argument w * x is monotone in x
+        a, b = arg * low, arg * high
+        low, high = np.minimum(a, b), np.maximum(a, b)
+    at_low, at_high = _libm(func, low), _libm(func, high)
+    lo, hi = np.minimum(at_low, at_high), np.maximum(at_low, at_high)
+    if func in _PERIODIC:
+        top, bottom = _EXTREMES[func]
+        hi = np.where(_may_reach(low, high, top), 1.0, hi)
+        lo = np.where(_may_reach(low, high, bottom), -1.0, lo)
+    lo, hi = _widen(lo, hi, LIBM_ULPS)
+    if func == "exp":
+        lo = np.maximum(lo, 0.0)
+    return lo, hi
+
+
+def _term_bounds(term: Sequence[Factor], L: np.ndarray, U: np.ndarray,
+                 cache: dict[Factor, tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of a term's value, its operands (a power's copies of the feature, the other factors) multiplied left
+    to right, over the boxes ``[L, U]``. The rounded product is odd in each operand and its size grows with each
+    operand's size, so it takes its extremes at corners of the operands' ranges, or 0 where one may be 0."""
+    ops: list[Factor] = []
+    for func, j, arg in term:
+        key = (func, j, arg) if func != "pow" else ("pow", j, 1.0)
+        if key not in cache:
+            cache[key] = (L[:, j], U[:, j]) if func == "pow" else _factor_bounds(func, arg, L[:, j], U[:, j])
+        ops += [key] * (int(arg) if func == "pow" else 1)
+    if len(ops) == 1:
+        return cache[ops[0]]
+    distinct = list(dict.fromkeys(ops))
+    zero = np.zeros(len(L), dtype=bool)
+    for k in distinct:
+        zero |= (cache[k][0] <= 0) & (cache[k][1] >= 0)
+    if len(distinct) <= _CORNERS:
+        corners = []
+        for pick in itertools.product((0, 1), repeat=len(distinct)):
+            value = dict(zip(distinct, pick, strict=True))
+            v = cache[ops[0]][value[ops[0]]]
+            for k in ops[1:]:
+                v = v * cache[k][value[k]]
+            corners.append(v)
+        values = np.stack(corners)
+        lo, hi = values.min(axis=0), values.max(axis=0)
+        lo, hi = np.where(zero, np.minimum(lo, 0.0), lo), np.where(zero, np.maximum(hi, 0.0), hi)
+        nan = zero & np.any(np.isinf(values), axis=0)
+    else:  # each product on its own: sound, looser where an operand repeats
+        lo, hi = cache[ops[0]]
+        nan = np.zeros(len(L), dtype=bool)
+        for k in ops[1:]:
+            kl, kh = cache[k]
+            nan |= (((lo <= 0) & (hi >= 0)) & (np.isinf(kl) | np.isinf(kh))) | \
+                   (((kl <= 0) & (kh >= 0)) & (np.isinf(lo) | np.isinf(hi)))
+            values = np.stack([lo * kl, lo * kh, hi * kl, hi * kh])
+            lo, hi = values.min(axis=0), values.max(axis=0)
+    return np.where(nan, np.nan, lo), np.where(nan, np.nan, hi)
 
 
 def _factor_code(f: Factor, python: bool) -> list[str]:
@@ -245,6 +339,72 @@ class EquationsProgram(ProgramBase):
                 v = fx if v is None else v * fx
             out[:, t] = v if v is not None else 1.0
         return out
+
+    def action_bounds(self, lower: Any, upper: Any, *, clip: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of the actions :meth:`predict` computes, rounding and all, at every state of a box.
+
+        Each step of the arithmetic above is bounded over the box: a product of a term's factors
+        takes its extremes at the corners of the factors' ranges (or at 0), because rounding to
+        nearest keeps the order of real numbers and their signs, and the same holds for ``c * term``
+        and each sum; powers reuse one feature's range, so ``x^2`` over ``[-1, 2]`` is ``[0, 4]``.
+        ``sin`` and ``cos`` are monotone between their extremes at ``pi/2 + k*pi`` (``k*pi``) and
+        take ``+-1`` wherever such a point may lie in the range of ``w * x``; ``tanh`` and ``exp`` are
+        monotone, ``abs`` is exact. Bounds read off the C library's ``sin``, ``cos``, ``tanh`` and
+        ``exp`` are widened by :data:`LIBM_ULPS` units in the last place of their size, which covers
+        libraries within 4 ulps of the exact value (glibc documents at most 2). Ranges are not
+        shared between terms or actions, so the bounds are wider than the actions' true range where
+        terms cancel; they tighten as the box shrinks.
+
+        Parameters
+        ----------
+        lower, upper : array-like of shape (obs_dim,) or (m, obs_dim)
+            The box (one box per row), ``lower <= upper``.
+        clip : bool, default True
+            Bound the clipped actions (:meth:`predict`); ``False``: the unclipped ones
+            (:meth:`raw_predict`).
+
+        Returns
+        -------
+        low, high : ndarray of shape (act_dim,) or (m, act_dim)
+            ``low <= predict(x) <= high`` for every ``x`` in the box; NaN where the arithmetic may
+            give NaN inside it (``inf - inf``, ``0 * inf``).
+
+        Examples
+        --------
+        >>> p = EquationsProgram(terms=[[("pow", 0, 2)], [("sin", 1, 2.0)]], intercept=[0.5], coef=[[1.0, -1.0]],
+        ...                      action_low=[-1.0], action_high=[3.0])
+        >>> low, high = p.action_bounds([-1.0, 0.0], [2.0, 1.0], clip=False)
+        >>> float(low[0]) < -0.5 < 4.5 < float(high[0])  # x0^2 in [0, 4], sin(2*x1) in [0, 1]
+        True
+        >>> [round(float(v), 9) for v in (low[0], high[0])]
+        [-0.5, 4.5]
+        >>> p.action_bounds([-1.0, 0.0], [2.0, 1.0])[1]
+        array([3.])
+        """
+        L, U = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+        one = L.ndim == 1
+        L, U = np.atleast_2d(L), np.atleast_2d(U)
+        if L.shape != U.shape or L.shape[1] != self.obs_dim:
+            raise ValueError(f"lower and upper must both have shape (obs_dim={self.obs_dim},) or (m, {self.obs_dim}); "
+                             f"got {np.shape(lower)} and {np.shape(upper)}.")
+        factors: dict[Factor, tuple[np.ndarray, np.ndarray]] = {}
+        lo = np.repeat(self.intercept[None, :], len(L), axis=0)
+        hi = lo.copy()
+        terms: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            for o in range(self.act_dim):
+                for t in np.flatnonzero(self.coef[o]):
+                    if t not in terms:
+                        terms[t] = _term_bounds(self.terms[t], L, U, factors)
+                    tl, th = terms[t]
+                    c = float(self.coef[o, t])
+                    zl, zh = (c * tl, c * th) if c > 0 else (c * th, c * tl)
+                    nan = ((hi[:, o] == np.inf) & (zl == -np.inf)) | ((lo[:, o] == -np.inf) & (zh == np.inf))
+                    lo[:, o], hi[:, o] = lo[:, o] + zl, hi[:, o] + zh
+                    lo[nan, o] = hi[nan, o] = np.nan
+        if clip:
+            lo, hi = self.clip(lo), self.clip(hi)
+        return (lo[0], hi[0]) if one else (lo, hi)
 
     def widened(self, columns: Sequence[int], obs_dim: int) -> EquationsProgram:
         """The same equations, feature ``i`` read from column ``columns[i]`` of a wider observation."""

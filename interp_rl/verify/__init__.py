@@ -48,6 +48,7 @@ import numpy as np
 
 from interp_rl.program import Controller
 from interp_rl.verify._lp import maximise
+from interp_rl.verify.nonlinear import decide_nonlinear
 from interp_rl.verify.properties import (
     Domain,
     Property,
@@ -227,7 +228,8 @@ def verify(controller: Controller, properties: PropertySet | str | Path, *, stat
     Parameters
     ----------
     controller : Controller
-        Any piecewise-affine controller (its program implements ``regions()``).
+        Any piecewise-affine controller (its program implements ``regions()``), or one whose program bounds its
+        actions over a box (``action_bounds``: equations, :mod:`interp_rl.verify.nonlinear`).
     properties : PropertySet, str or Path
         Parsed properties, a property file's path, or its text (a string holding a newline).
     states : ndarray of shape (n, obs_dim), optional
@@ -257,14 +259,14 @@ def verify(controller: Controller, properties: PropertySet | str | Path, *, stat
                                 "domain; check its signs and numbers.")
     try:
         regions = controller.program.regions()
-    except TypeError as exc:
-        regions, why = None, str(exc)
+    except TypeError:
+        regions = None
     verdicts = []
     for p in chosen:
         if p.kind in ("rule", "range") and regions is not None:
             verdicts.append(decide(controller, p, lo, hi, regions))
-        elif p.kind in ("rule", "range"):
-            verdicts.append(Verdict(p.name, "unknown", why))
+        elif p.kind in ("rule", "range"):  # equations: interval branch and bound
+            verdicts.append(decide_nonlinear(controller, p, lo, hi))
         elif p.kind == "teacher":
             verdicts.append(Verdict(p.name, "unknown", "agreement with the teacher is tested, not proved: give the "
                                                        "teacher to search it"))
