@@ -293,10 +293,6 @@ class _Search:
         self.counterexample = self.check(samples)
         if self.counterexample is not None:
             return
-        best = np.argsort(-self.scores(samples), kind="stable")[:_STARTS]
-        self.counterexample = self.local(samples[best], root_lo, root_hi)
-        if self.counterexample is not None:
-            return
         weight = self.weights(root_lo, root_hi)
         while heap:
             if time.perf_counter() > self.deadline:
@@ -332,12 +328,13 @@ class _Search:
                     return
             for i in keep:
                 heapq.heappush(heap, (-float(bound[i]), next(order_), L[i], U[i], int(which[i])))
-        if self.left or self.atoms:  # a last local search from the boxes that may fail most
+        if self.left or self.atoms:  # undecided: a local search from the most violating samples, then inside the
+            best = np.argsort(-self.scores(samples), kind="stable")[:_STARTS]  # boxes that may fail most
+            self.counterexample = self.local(samples[best], root_lo, root_hi)
             for _, _, blo, bhi, _ in sorted(self.left)[:_STARTS]:
-                cex = self.local((blo + (bhi - blo) / 2)[None, :], blo, bhi)
-                if cex is not None:
-                    self.counterexample = cex
+                if self.counterexample is not None:
                     return
+                self.counterexample = self.local((blo + (bhi - blo) / 2)[None, :], blo, bhi)
 
     def unresolved(self) -> tuple[float, float, int]:
         """Share of the domain's volume left, the largest bound there, and the requirement it belongs to."""
