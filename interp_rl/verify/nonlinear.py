@@ -183,7 +183,8 @@ class _Search:
         if not ok.any():
             return None
         X = X[ok]
-        A = self.controller.program.predict(X)
+        with np.errstate(all="ignore"):  # a NaN action breaks the property like any other
+            A = self.controller.program.predict(X)
         best: Counterexample | None = None
         for ineq in self.prop.then:
             with np.errstate(invalid="ignore", over="ignore"):  # the exact value only where a rough one may be >= 0
@@ -205,7 +206,8 @@ class _Search:
     def scores(self, X: np.ndarray) -> np.ndarray:
         """How much each state breaks the property (its largest requirement value), less a penalty where ``when``
         fails (``-1e300`` where the value is not a number)."""
-        A = self.controller.program.predict(X)
+        with np.errstate(all="ignore"):
+            A = self.controller.program.predict(X)
         zeros = np.zeros_like(A)
         v = np.max(np.stack([r.value(X, A) for r in self.prop.then]), axis=0)
         miss = sum((np.maximum(w.value(X, zeros), 0.0) for w in self.when), np.zeros(len(X)))
