@@ -188,7 +188,7 @@ class _Search:
         best: Counterexample | None = None
         for ineq in self.prop.then:
             with np.errstate(invalid="ignore", over="ignore"):  # the exact value only where a rough one may be >= 0
-                terms = np.abs(X @ np.abs(ineq.feat)) + np.abs(A @ np.abs(ineq.act)) + abs(ineq.rhs)
+                terms = np.abs(X) @ np.abs(ineq.feat) + np.abs(A) @ np.abs(ineq.act) + abs(ineq.rhs)
                 rough = X @ ineq.feat + A @ ineq.act - ineq.rhs
                 maybe = ~(rough + 1e-12 * terms < 0)
             if not maybe.any():
@@ -254,7 +254,7 @@ class _Search:
         return excluded, ups[np.arange(len(L)), which], which
 
     def weights(self, root_lo: np.ndarray, root_hi: np.ndarray) -> np.ndarray:
-        """How much each feature moves the bounds over the root box (0: never split it), largest 1."""
+        """How much each feature moves the bounds over the root box (0: never split it), the largest 1."""
         n = len(root_lo)
         L = np.repeat(root_lo[None, :], n + 1, axis=0)
         U = np.repeat(root_hi[None, :], n + 1, axis=0)
@@ -269,7 +269,7 @@ class _Search:
             gain = width[-1] - width[:n]
         gain = np.where(np.isnan(gain) | (gain == np.inf), 1.0, np.maximum(gain, 0.0))
         top = float(gain.max(initial=0.0))
-        return gain / top if top > 0 else gain
+        return gain / top if top > 0 else np.ones(n)  # nothing moves them: split every feature alike
 
     # ------------------------------------------------------------------ the search
     def run(self) -> None:
