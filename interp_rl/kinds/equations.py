@@ -22,6 +22,7 @@ to the last bit on one machine.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from interp_rl import _codegen as cg
+from interp_rl import _interval as iv
 from interp_rl._shapley import product_terms_shapley
 from interp_rl.errors import ControllerFormatError
 from interp_rl.program import AffinePieces, ProgramBase, register_program, widen_columns
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
     from interp_rl._onnx import OnnxGraph
     from interp_rl.program import Controller
 
-__all__ = ["FUNCTIONS", "KIND_VERSION", "EquationsProgram", "Factor", "term_text"]
+__all__ = ["FUNCTIONS", "KIND_VERSION", "LIBM_ULPS", "EquationsProgram", "Factor", "term_text"]
 
 #: Version of this kind's JSON (``"version"`` in the program's dict).
 KIND_VERSION = 1
@@ -66,6 +68,16 @@ def _exp(v: float) -> float:
 
 _UFUNCS = {name: np.frompyfunc(f, 1, 1) for name, (f, _, _) in FUNCTIONS.items()}
 
+#: Units in the last place by which :meth:`EquationsProgram.action_bounds` widens a bound read off the C
+#: library's ``sin``, ``cos``, ``tanh`` or ``exp`` (enough for results within 4 ulps of the exact value).
+LIBM_ULPS = 16
+#: Largest number of distinct operands of a term whose product is bounded corner by corner (else step by step).
+_CORNERS = 6
+#: Where ``sin`` and ``cos`` reach their largest and their smallest value, modulo ``2*pi``.
+_EXTREMES = {"sin": (math.pi / 2, -math.pi / 2), "cos": (0.0, math.pi)}
+_U = float(np.finfo(np.float64).eps) / 2
+_TINY = 2.0**-1074
+
 Factor = tuple[str, int, float]
 """``(function, feature, argument)``: ``("pow", j, p)``, ``("sin", j, w)``, ``("tanh", j, 1.0)`` ..."""
 
@@ -89,6 +101,167 @@ def _check_factor(raw: Any, obs_dim: int) -> Factor:
     if func not in ("pow", *_PERIODIC):
         arg = 1.0
     return (func, j, arg)
+
+
+def _libm(func: str, v: np.ndarray) -> np.ndarray:
+    """The C library's ``func`` at every finite ``v`` (as :meth:`EquationsProgram.term_values` calls it), NaN
+    elsewhere."""
+    finite = np.isfinite(v)
+    out = np.full(v.shape, np.nan)
+    if finite.any():
+        out[finite] = _UFUNCS[func](v[finite]).astype(np.float64)
+    return out
+
+
+def _may_reach(low: np.ndarray, high: np.ndarray, at: float) -> np.ndarray:
+    """Whether ``[low, high]`` may hold a point ``at + 2*k*pi`` (with a margin for the rounding of this test)."""
+    a, b = (low - at) / (2 * math.pi), (high - at) / (2 * math.pi)
+    slack = 1e-9 * (1.0 + np.abs(a) + np.abs(b))
+    return np.ceil(a - slack) <= np.floor(b + slack)
+
+
+def _factor_bounds(func: str, arg: float, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of a factor other than a power, as :meth:`EquationsProgram.term_values` computes it, for its feature in
+    ``[low, high]``; NaN where it may be NaN."""
+    if func == "abs":
+        return np.where(low >= 0, low, np.where(high <= 0, -high, 0.0)), np.maximum(np.abs(low), np.abs(high))
+    if func in _PERIODIC and arg != 1.0:  # the rounded argument w * x is monotone in x
+        a, b = arg * low, arg * high
+        low, high = np.minimum(a, b), np.maximum(a, b)
+    at_low, at_high = _libm(func, low), _libm(func, high)
+    lo, hi = np.minimum(at_low, at_high), np.maximum(at_low, at_high)
+    if func in _PERIODIC:
+        top, bottom = _EXTREMES[func]
+        hi = np.where(_may_reach(low, high, top), 1.0, hi)
+        lo = np.where(_may_reach(low, high, bottom), -1.0, lo)
+    lo, hi = iv.widen(lo, hi, LIBM_ULPS)
+    if func == "exp":
+        lo = np.maximum(lo, 0.0)
+    return lo, hi
+
+
+class _Operands:
+    """The operands of the terms over boxes ``[L, U]`` ``(m, obs_dim)``: a feature (a power's copies of it) or a
+    factor, each with bounds of its computed value and of how far that may be from the exact one."""
+
+    def __init__(self, L: np.ndarray, U: np.ndarray) -> None:
+        self.L, self.U = L, U
+        self.cache: dict[Factor, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def key(self, f: Factor) -> Factor:
+        return ("pow", f[1], 1.0) if f[0] == "pow" else f
+
+    def __getitem__(self, k: Factor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(lo, hi, err)``: ``lo <= computed <= hi`` and ``|computed - exact| <= err``."""
+        if k not in self.cache:
+            func, j, arg = k
+            lo, hi = self.L[:, j], self.U[:, j]
+            if func in ("pow", "abs"):
+                err = np.zeros(len(lo))
+                if func == "abs":
+                    lo, hi = _factor_bounds(func, arg, lo, hi)
+            else:  # the C library within 4 ulps, and sin(w*x) read at the rounded w*x (within u*|w*x|)
+                x = np.maximum(np.abs(lo), np.abs(hi))
+                lo, hi = _factor_bounds(func, arg, lo, hi)
+                err = 16 * _U * np.maximum(np.abs(lo), np.abs(hi)) + 4 * _TINY
+                if func in _PERIODIC and arg != 1.0:
+                    err = err + _U * abs(arg) * x
+            self.cache[k] = (lo, hi, err)
+        return self.cache[k]
+
+    def exact(self, k: Factor) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of the operand's exact value."""
+        lo, hi, err = self[k]
+        return (lo, hi) if k[0] == "pow" else (iv.down(lo - err), iv.up(hi + err))
+
+    def slope(self, k: Factor) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of the exact operand's derivative in its feature."""
+        func, j, arg = k
+        lo, hi = self.L[:, j], self.U[:, j]
+        if func == "pow":
+            return np.ones_like(lo), np.ones_like(hi)
+        if func == "abs":
+            a, b = np.where(lo >= 0, 1.0, -1.0), np.where(hi <= 0, -1.0, 1.0)
+            return np.minimum(a, b), np.maximum(a, b)
+        if func in _PERIODIC:  # d sin(w x) = w cos(w x), d cos(w x) = -w sin(w x)
+            return iv.scale(arg if func == "sin" else -arg, self.exact(("cos" if func == "sin" else "sin", j, arg)))
+        if func == "exp":
+            return self.exact(k)
+        t = self.exact(k)  # d tanh = 1 - tanh^2
+        sq = iv.power(np.maximum(t[0], -1.0), np.minimum(t[1], 1.0), 2)
+        return np.maximum(iv.down(1.0 - sq[1]), 0.0), np.minimum(iv.up(1.0 - sq[0]), 1.0)
+
+
+def _operands(term: Sequence[Factor], ops: _Operands) -> list[Factor]:
+    """The term's operands in the order they are multiplied (a power ``p`` as ``p`` copies of its feature)."""
+    return [ops.key(f) for f in term for _ in range(int(f[2]) if f[0] == "pow" else 1)]
+
+
+def _term_bounds(term: Sequence[Factor], ops: _Operands) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of a term's computed value, its operands multiplied left to right. The rounded product is odd in each
+    operand and its size grows with each operand's size, so it takes its extremes at corners of the operands'
+    ranges, or 0 where one may be 0."""
+    seq = _operands(term, ops)
+    if len(seq) == 1:
+        return ops[seq[0]][:2]
+    distinct = list(dict.fromkeys(seq))
+    zero = np.zeros(len(ops.L), dtype=bool)
+    for k in distinct:
+        zero |= (ops[k][0] <= 0) & (ops[k][1] >= 0)
+    if len(distinct) <= _CORNERS:
+        corners = []
+        for pick in itertools.product((0, 1), repeat=len(distinct)):
+            end = dict(zip(distinct, pick, strict=True))
+            v = ops[seq[0]][end[seq[0]]]
+            for k in seq[1:]:
+                v = v * ops[k][end[k]]
+            corners.append(v)
+        values = np.stack(corners)
+        lo, hi = values.min(axis=0), values.max(axis=0)
+        lo, hi = np.where(zero, np.minimum(lo, 0.0), lo), np.where(zero, np.maximum(hi, 0.0), hi)
+        nan = zero & np.any(np.isinf(values), axis=0)
+    else:  # each product on its own: sound, looser where an operand repeats
+        lo, hi = ops[seq[0]][:2]
+        nan = np.zeros(len(ops.L), dtype=bool)
+        for k in seq[1:]:
+            kl, kh = ops[k][:2]
+            nan |= (((lo <= 0) & (hi >= 0)) & (np.isinf(kl) | np.isinf(kh))) | \
+                   (((kl <= 0) & (kh >= 0)) & (np.isinf(lo) | np.isinf(hi)))
+            values = np.stack([lo * kl, lo * kh, hi * kl, hi * kh])
+            lo, hi = values.min(axis=0), values.max(axis=0)
+    return np.where(nan, np.nan, lo), np.where(nan, np.nan, hi)
+
+
+def _term_error(term: Sequence[Factor], ops: _Operands) -> tuple[np.ndarray, np.ndarray]:
+    """``(size, err)``: bounds of the term's computed size and of its distance to the exact term. A rounded product
+    of ``a~`` and ``b~`` is off ``a*b`` by at most ``|a~| err_b + |b| err_a + u |a~ b~|`` (plus an underflow)."""
+    seq = _operands(term, ops)
+    lo, hi, err = ops[seq[0]]
+    size = np.maximum(np.abs(lo), np.abs(hi))
+    for k in seq[1:]:
+        klo, khi, kerr = ops[k]
+        ksize = np.maximum(np.abs(klo), np.abs(khi))
+        err = size * kerr + (ksize + kerr) * err + _U * size * ksize + _TINY
+        size = size * ksize
+    return size, err
+
+
+def _term_slopes(term: Sequence[Factor], ops: _Operands) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Bounds of the exact term's derivative in each feature it reads: the sum over its distinct operands ``g`` (taken
+    ``n`` times) of ``n g^(n-1) g'`` times the others' powers."""
+    count: dict[Factor, int] = {}
+    for k in _operands(term, ops):
+        count[k] = count.get(k, 0) + 1
+    powers = {k: iv.power(*ops.exact(k), n) for k, n in count.items()}
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for k, n in count.items():
+        d = iv.mul(iv.scale(float(n), iv.power(*ops.exact(k), n - 1)), ops.slope(k))
+        for other, pw in powers.items():
+            if other != k:
+                d = iv.mul(d, pw)
+        j = int(k[1])
+        out[j] = iv.add(out[j], d) if j in out else d
+    return out
 
 
 def _factor_code(f: Factor, python: bool) -> list[str]:
@@ -245,6 +418,115 @@ class EquationsProgram(ProgramBase):
                 v = fx if v is None else v * fx
             out[:, t] = v if v is not None else 1.0
         return out
+
+    def action_bounds(self, lower: Any, upper: Any, *, clip: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of the actions :meth:`predict` computes, rounding and all, at every state of a box.
+
+        Two bounds, of which the tighter is kept. *Step by step*: a product of a term's operands
+        takes its extremes at corners of their ranges (or at 0), because rounding to nearest keeps
+        the order of real numbers and their signs; so do ``c * term`` and each sum, so these bounds
+        hold for the computed values as they are. A power reuses one feature's range (``x^2`` over
+        ``[-1, 2]`` is ``[0, 4]``); ``sin`` and ``cos`` are monotone between their extremes and reach
+        ``+-1`` wherever ``w * x`` may pass ``pi/2 + k*pi`` (``k*pi``); ``tanh`` and ``exp`` are
+        monotone, ``abs`` is exact. *Centred*: the exact actions at the box's centre plus the
+        derivatives' bounds times the distance from it (the mean value theorem), plus a bound of
+        the rounding error of the whole computation; it shrinks with the square of the box, where
+        the first shrinks with the box (terms sharing a feature are bounded apart). Bounds read
+        off the C library's ``sin``, ``cos``, ``tanh`` and ``exp`` are widened by :data:`LIBM_ULPS`
+        units in the last place, which covers libraries within 4 ulps of the exact value (glibc
+        documents at most 2); the other arithmetic is rounded outward.
+
+        Parameters
+        ----------
+        lower, upper : array-like of shape (obs_dim,) or (m, obs_dim)
+            The box (one box per row), ``lower <= upper``.
+        clip : bool, default True
+            Bound the clipped actions (:meth:`predict`); ``False``: the unclipped ones
+            (:meth:`raw_predict`).
+
+        Returns
+        -------
+        low, high : ndarray of shape (act_dim,) or (m, act_dim)
+            ``low <= predict(x) <= high`` for every ``x`` in the box; NaN where the arithmetic may
+            give NaN inside it (``inf - inf``, ``0 * inf``).
+
+        Examples
+        --------
+        >>> p = EquationsProgram(terms=[[("pow", 0, 2)], [("sin", 1, 2.0)]], intercept=[0.5], coef=[[1.0, -1.0]],
+        ...                      action_low=[-1.0], action_high=[3.0])
+        >>> low, high = p.action_bounds([-1.0, 0.0], [2.0, 1.0], clip=False)
+        >>> float(low[0]) < -0.5 < 4.5 < float(high[0])  # x0^2 in [0, 4], sin(2*x1) in [0, 1]
+        True
+        >>> [round(float(v), 9) for v in (low[0], high[0])]
+        [-0.5, 4.5]
+        >>> p.action_bounds([-1.0, 0.0], [2.0, 1.0])[1]
+        array([3.])
+        >>> q = EquationsProgram(terms=[[("pow", 0, 1)], [("pow", 0, 2)]], intercept=[0.0], coef=[[-2.0, 1.0]])
+        >>> [round(float(v), 6) for v in np.ravel(q.action_bounds([0.9], [1.1]))]  # x^2 - 2x is in [-1, -0.99]
+        [-1.02, -0.98]
+        """
+        L, U = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+        one = L.ndim == 1
+        L, U = np.atleast_2d(L), np.atleast_2d(U)
+        if L.shape != U.shape or L.shape[1] != self.obs_dim:
+            raise ValueError(f"lower and upper must both have shape (obs_dim={self.obs_dim},) or (m, {self.obs_dim}); "
+                             f"got {np.shape(lower)} and {np.shape(upper)}.")
+        ops = _Operands(L, U)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            lo, hi = self._stepwise_bounds(ops)
+            clo, chi = self._centred_bounds(ops)
+        keep = ~np.isnan(lo) & ~np.isnan(hi)  # NaN: the arithmetic may give NaN, whatever the centred bounds say
+        lo, hi = np.where(keep, np.fmax(lo, clo), lo), np.where(keep, np.fmin(hi, chi), hi)
+        if clip:
+            lo, hi = self.clip(lo), self.clip(hi)
+        return (lo[0], hi[0]) if one else (lo, hi)
+
+    def _stepwise_bounds(self, ops: _Operands) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of the unclipped computed actions, operation by operation (see :meth:`action_bounds`)."""
+        lo = np.repeat(self.intercept[None, :], len(ops.L), axis=0)
+        hi = lo.copy()
+        terms: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for o in range(self.act_dim):
+            for t in np.flatnonzero(self.coef[o]):
+                if t not in terms:
+                    terms[t] = _term_bounds(self.terms[t], ops)
+                tl, th = terms[t]
+                c = float(self.coef[o, t])
+                zl, zh = (c * tl, c * th) if c > 0 else (c * th, c * tl)
+                nan = ((hi[:, o] == np.inf) & (zl == -np.inf)) | ((lo[:, o] == -np.inf) & (zh == np.inf))
+                lo[:, o], hi[:, o] = lo[:, o] + zl, hi[:, o] + zh
+                lo[nan, o] = hi[nan, o] = np.nan
+        return lo, hi
+
+    def _centred_bounds(self, ops: _Operands) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of the unclipped computed actions by the mean value theorem at the boxes' centres (see
+        :meth:`action_bounds`); infinite or NaN where they do not help."""
+        L, U = ops.L, ops.U
+        C = L + (U - L) / 2
+        y = self.raw_predict(C)
+        dx = (iv.down(L - C), iv.up(U - C))
+        lo, hi = np.empty_like(y), np.empty_like(y)
+        errors = {t: _term_error(self.terms[t], ops) for t in np.flatnonzero(np.any(self.coef != 0.0, axis=0))}
+        slopes = {t: _term_slopes(self.terms[t], ops) for t in errors}
+        for o in range(self.act_dim):
+            # the rounding error of y = b + sum c_t * term_t, as for a product (see _term_error)
+            size, err = np.full(len(L), abs(float(self.intercept[o]))), np.zeros(len(L))
+            grad: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+            for t in np.flatnonzero(self.coef[o]):
+                c = float(self.coef[o, t])
+                tsize, terr = errors[t]
+                zsize = abs(c) * tsize
+                err = err + abs(c) * terr + _U * zsize + _TINY + _U * (size + zsize)
+                size = size + zsize
+                for j, d in slopes[t].items():
+                    d = iv.scale(c, d)
+                    grad[j] = iv.add(grad[j], d) if j in grad else d
+            err = iv.up(2.0 * (1.0 + 1e-10) * err)  # at the centre and at x; a margin for the rounding of err
+            z = (iv.down(y[:, o] - err), iv.up(y[:, o] + err))
+            for j, d in grad.items():
+                z = iv.add(z, iv.mul(d, (dx[0][:, j], dx[1][:, j])))
+            lo[:, o], hi[:, o] = z
+        return lo, hi
 
     def widened(self, columns: Sequence[int], obs_dim: int) -> EquationsProgram:
         """The same equations, feature ``i`` read from column ``columns[i]`` of a wider observation."""

@@ -48,6 +48,7 @@ import numpy as np
 
 from interp_rl.program import Controller
 from interp_rl.verify._lp import maximise
+from interp_rl.verify.nonlinear import decide_nonlinear
 from interp_rl.verify.properties import (
     Domain,
     Property,
@@ -299,8 +300,9 @@ def verify(controller: Controller, properties: PropertySet | str | Path, *, stat
     Parameters
     ----------
     controller : Controller
-        Any piecewise-affine controller (its program implements ``regions()``). A controller learnt from a
-        discrete action (its metadata names the classes) is verified on the class it plays
+        Any piecewise-affine controller (its program implements ``regions()``), or one whose program bounds its
+        actions over a box (``action_bounds``: equations, :mod:`interp_rl.verify.nonlinear`). A controller learnt
+        from a discrete action (its metadata names the classes) is verified on the class it plays
         (:func:`interp_rl.verify.classes.class_view`): rules name the logged action, not the scores.
     properties : PropertySet, str or Path
         Parsed properties, a property file's path, or its text (a string holding a newline).
@@ -338,23 +340,28 @@ def verify(controller: Controller, properties: PropertySet | str | Path, *, stat
         if not _when_possible(p, lo, hi):
             raise PropertyError(f"Property {p.name!r}: `when` ({' and '.join(p.when_text)}) never holds in the "
                                 "domain; check its signs and numbers.")
+    why = ""
     try:
         regions = controller.program.regions()
     except TypeError as exc:
         regions, why = None, str(exc)
+    bounded = hasattr(controller.program, "action_bounds")
     verdicts = []
     for p in chosen:
         if p.kind in ("rule", "range") and regions is not None:
             verdicts.append(decide(controller, p, lo, hi, regions))
-        elif p.kind in ("rule", "range"):
-            verdicts.append(Verdict(p.name, "unknown", why))
+        elif p.kind in ("rule", "range") and bounded:  # equations: interval branch and bound
+            verdicts.append(decide_nonlinear(controller, p, lo, hi))
         elif p.kind == "teacher":
             verdicts.append(Verdict(p.name, "unknown", "agreement with the teacher is tested, not proved: give the "
                                                        "teacher to search it"))
         elif regions is not None:
             verdicts.append(decide_slope(controller, p, lo, hi, regions))
-        else:
+        elif p.kind in ("rule", "range"):
             verdicts.append(Verdict(p.name, "unknown", why))
+        else:
+            verdicts.append(Verdict(p.name, "unknown", f"{p.kind} properties are decided for piecewise-affine "
+                                                       f"controllers; a {controller.kind} program is not one ({why})"))
     sampled = {}
     if states is not None and len(states):
         X = np.asarray(states, dtype=np.float64)

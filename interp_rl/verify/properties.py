@@ -438,7 +438,7 @@ def _property(raw: Any, index: int, features: Sequence[Signal], actions: Sequenc
         if low > high:
             raise PropertyError(f"{where}: within = [{low:g}, {high:g}] is empty (low above high).")
         a = actions[prop.action].name
-        prop.then_text = [f"{low:g} <= {a} <= {high:g}"]
+        prop.then_text = [f"{low!r} <= {a} <= {high!r}"]  # every digit: the text is parsed back
         (prop.then,) = _inequalities(prop.then_text[0], where, features, actions, allow_actions=True, in_when=False)
     if kind in ("monotone", "lipschitz"):
         prop.feature = _lookup(raw["feature"], features, "feature", where)

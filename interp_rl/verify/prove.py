@@ -70,7 +70,7 @@ class Verdict:
     reason: str = ""
     counterexample: Counterexample | None = None
     regions: int = 0
-    """Regions checked."""
+    """Regions checked (for equations, boxes bounded: :mod:`interp_rl.verify.nonlinear`)."""
     programs: int = 0
     """Linear programs solved."""
     seconds: float = 0.0
