@@ -388,6 +388,12 @@ def test_verify_command(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "v/verification.json").read_text())
     assert data["counts"]["proved"] >= 1 and data["counts"]["refuted"] >= 1
     assert (tmp_path / "v/verification.md").read_text().count("refuted") >= 1
+    replay = next(line for line in res.output.splitlines() if "replay 'thigh range upright'" in line)
+    obs = replay.split("--obs ")[1].strip()
+    cex = next(v for v in data["verdicts"] if v["name"] == "thigh range upright")["counterexample"]
+    assert np.array_equal(np.array([float(v) for v in obs.split(",")]), np.array(list(cex["state"].values())))
+    drawn = CliRunner().invoke(app, ["viz", str(HOPPER_MOE), "--obs", obs, "--text"])
+    assert drawn.exit_code == 0 and f"{cex['region']}" in drawn.output, drawn.output
     only = CliRunner().invoke(app, ["verify", str(HOPPER_MOE), "--properties", str(props), "--property", "bounded"])
     assert only.exit_code == 0, only.output
     bad = CliRunner().invoke(app, ["verify", str(HOPPER_MOE), "--properties", str(tmp_path / "nope.toml")])

@@ -98,6 +98,10 @@ def verify(
     out.print(table)
     for line in result.details():
         out.print(line, markup=False)
+    for v in result.verdicts:  # the counterexample's state, ready to replay (every digit: it parses back exactly)
+        if v.counterexample is not None:
+            obs = ",".join(repr(float(x)) for x in v.counterexample.state)
+            out.print(f"  replay {v.name!r}: interp-rl viz {controller} --obs {obs}", markup=False, soft_wrap=True)
     for name, line in result.side_by_side():
         out.print(f"{name}: {line}", markup=False)
     counts = result.counts()
