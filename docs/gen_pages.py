@@ -23,6 +23,7 @@ RESULTS = {
     "mujoco": "trees, linear policies and SINDy equations at several sizes on the shared MuJoCo teachers",
     "silver": "SILVER's argmax rules on discrete teachers (CartPole, MountainCar) against trees",
     "sensors": "how many features a controller needs: the teacher's top-k by Shapley value against k at random",
+    "verify": "64-leaf trees of the Hopper and HalfCheetah teachers verified against the committed domain rules",
 }
 #: Stand-alone studies (``benchmarks/studies``) whose committed reports the site shows: folder -> a line on each.
 STUDIES = {
@@ -30,6 +31,7 @@ STUDIES = {
     "train_budget": "the steps `interp-rl train` needs to balance InvertedPendulum",
     "attribution": "Shapley attribution against exact values and shap's explainers: accuracy and speed",
     "dyna": "the Dyna loop on a SINDy surrogate against model-free SAC, in real steps",
+    "verification": "the benchmark's trees and mixtures checked against domain rules, and repaired",
 }
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,8 @@ __all__ = ["CONTROLLERS", "REPAIRS", "main", "measure", "report"]
 
 OUT = "benchmarks/results/verification"
 RECORD = "verification.json"
-PROPERTIES = Path(__file__).resolve().parents[1] / "properties"
+#: The committed property files, ``TASK.toml`` (package data of ``benchmarks``).
+PROPERTIES = Path(str(resources.files("benchmarks").joinpath("properties")))
 
 #: (results folder, cell) of the controllers checked: the benchmark's 8-expert mixtures and 64-leaf trees of
 #: the Hopper and HalfCheetah teachers.
