@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.studies._common import add_out, new_report, parse, read_json, write_json, write_report
+from benchmarks.studies._common import add_out, add_teachers, new_report, parse, read_json, write_json, write_report
 
 __all__ = ["CONTROLLERS", "REPAIRS", "main", "measure", "report"]
 
@@ -65,13 +65,39 @@ def _check(folder: Path) -> tuple[Any, Any, np.ndarray | None]:
     return ctrl, props, states
 
 
-def measure(results: Path) -> dict[str, Any]:
+#: The shared teachers of the cells repaired (their names in the suites), as ``(algo, zoo env)``.
+TEACHERS = {"Hopper-SAC": ("sac", "Hopper-v3"), "Hopper-PPO": ("ppo", "Hopper-v3"),
+            "HalfCheetah-SAC": ("sac", "HalfCheetah-v3"), "HalfCheetah-PPO": ("ppo", "HalfCheetah-v3")}
+
+
+def _teacher_side(ctrl: Any, props: Any, name: str, states: np.ndarray | None, cell: str,
+                  teachers: Path | None) -> dict[str, Any]:
+    """The rule searched on the cell's neural teacher (sampling and gradient ascent on the domain box; its share of
+    the controller's visited states that break it), when the shared teachers are at hand."""
+    from envs.teachers import load_teacher
+    from interp_rl.verify import verify
+
+    spec = TEACHERS.get(cell.split("__")[0])
+    if teachers is None or spec is None or not (Path(teachers) / spec[0]).is_dir():
+        return {}
+    teacher = load_teacher(folder=teachers, algo=spec[0], env=spec[1])
+    found = verify(ctrl, props, states=states, names=[name], teacher=teacher, seed=0)
+    search = found.teacher[name]
+    visited = found.teacher_sampled.get(name)
+    return {"teacher": f"{spec[0]}/{spec[1]}", "teacher_counterexamples": search.counterexamples,
+            "teacher_samples": search.samples, "teacher_ascents": search.ascents,
+            "teacher_visited": None if visited is None else visited.to_dict()}
+
+
+def measure(results: Path, teachers: Path | None = None) -> dict[str, Any]:
     """Verify :data:`CONTROLLERS` and repair :data:`REPAIRS` (see the module docstring).
 
     Parameters
     ----------
     results
         The folder holding the benchmark's results folders (``recipe``, ``verify``, ...).
+    teachers
+        The shared teachers, to search each repaired rule on the cell's teacher too (``None``: not searched).
 
     Returns
     -------
@@ -120,8 +146,9 @@ def measure(results: Path) -> dict[str, Any]:
         env_fn = env_factory(ctrl.task)
         old = evaluate(ctrl, env_fn, EPISODES, 0, task=ctrl.task)
         new = evaluate(fixed.controller, env_fn, EPISODES, 0, task=ctrl.task)
+        side = _teacher_side(ctrl, props, name, states, cell, teachers)
         fixes.append({
-            "suite": suite, "cell": cell, "task": ctrl.task, "kind": ctrl.kind, "property": name,
+            "suite": suite, "cell": cell, "task": ctrl.task, "kind": ctrl.kind, "property": name, **side,
             "before": "refuted", "after": after.verdict(name).status,
             "others_after": {v.name: v.status for v in after.verdicts if v.name != name},
             "others_before": {v.name: v.status for v in verify(ctrl, props, states=states).verdicts
@@ -181,11 +208,15 @@ def report(out: Path) -> Path:
         doc.p(f"Each refuted pair repaired by `interp-rl verify --repair` (the failing pieces refitted on the "
               f"distillation data under the rule on their whole region; splits and router kept), verified again, "
               f"then run before and after on the same {fixes[0]['episodes']} episodes (seeds "
-              f"{fixes[0]['seeds'][0]}-{fixes[0]['seeds'][1]}). Other rules: how many of the file's other rules "
-              "are proved before → after.")
-        doc.table(["controller", "rule", "pieces refitted", "after repair", "other rules proved",
+              f"{fixes[0]['seeds'][0]}-{fixes[0]['seeds'][1]}). Teacher: the same rule searched on the cell's "
+              "neural teacher (20,000 states sampled where the rule applies and 64 gradient ascents on the "
+              "violation; in brackets, how many of the controller's visited states where it applies the teacher "
+              "breaks it on). Other rules: how many of the file's other rules are proved before → after. A rule "
+              "the teacher breaks on most of the box asks for a gait other than the one the controller copied: "
+              "imposing it on the pieces' whole regions then costs return.")
+        doc.table(["controller", "rule", "teacher", "pieces refitted", "after repair", "other rules proved",
                    "return before (worst)", "return after (worst)", "change", "seconds"],
-                  [[f"{f['suite']}/{f['cell']}", f["property"], str(len(f["pieces"])), f["after"],
+                  [[f"{f['suite']}/{f['cell']}", f["property"], _teacher_text(f), str(len(f["pieces"])), f["after"],
                     f"{sum(s == 'proved' for s in f['others_before'].values())} → "
                     f"{sum(s == 'proved' for s in f['others_after'].values())}",
                     f"{f['return_before']:.0f} ({f['worst_before']:.0f})",
@@ -195,6 +226,19 @@ def report(out: Path) -> Path:
     if rec["missing"]:
         doc.p("Not on the machine that ran it (skipped): " + ", ".join(rec["missing"]) + ".")
     return write_report(doc, out)
+
+
+def _teacher_text(f: dict[str, Any]) -> str:
+    """``controller: refuted · teacher: 37 counterexamples (5 of 75 visited states)`` for one repaired pair."""
+    if "teacher_counterexamples" not in f:
+        return "not searched"
+    n = f["teacher_counterexamples"]
+    found = (f"{n:,} counterexamples" if n else
+             f"none found in {f['teacher_samples']:,} + {f['teacher_ascents']} ascents")
+    seen = f.get("teacher_visited")
+    if seen:
+        found += f" ({seen['violations']} of {seen['states']} visited states)"
+    return f"controller: refuted · teacher: {found}"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -211,11 +255,12 @@ def main(argv: list[str] | None = None) -> None:
     r = parts.add_parser("run")
     r.add_argument("--results", type=Path, default=Path("benchmarks/results"),
                    help="the folder of the benchmark's results folders")
+    add_teachers(r)
     add_out(r, OUT)
     add_out(parts.add_parser("report"), OUT)
     args = parse(parser, argv)
     if args.part == "run":
-        write_json(args.out / RECORD, measure(args.results))
+        write_json(args.out / RECORD, measure(args.results, args.teachers))
     report(args.out)
 
 
