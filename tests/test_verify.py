@@ -169,15 +169,23 @@ def test_lp_verdicts_agree_with_brute_force_on_affine_leaves(tree: TreeProgram, 
     _agree(tree, when, then)
 
 
-def _agree(tree: TreeProgram, when: list[str], then: str) -> None:
+def _verify_small(tree: TreeProgram, when: list[str], body: str):
+    """The verdict on one property of a two-feature tree over [-2, 2]^2 (``None`` when `when` never holds there)."""
     ctrl = Controller(tree, [Signal("x0"), Signal("x1")], [Signal("a0"), Signal("a1")])
     text = ('[domain]\nfrom = "given"\nfeatures = {x0 = [-2, 2], x1 = [-2, 2]}\n[[property]]\nname = "p"\n'
-            f"when = {json.dumps(when)}\nthen = {json.dumps([then])}\n")
+            f"when = {json.dumps(when)}\n{body}\n")
     try:
-        result = verify(ctrl, text)
+        return ctrl, verify(ctrl, text)
     except PropertyError as exc:
         assert "never holds in the domain" in str(exc)
+        return None
+
+
+def _agree(tree: TreeProgram, when: list[str], then: str) -> None:
+    got = _verify_small(tree, when, f"then = {json.dumps([then])}")
+    if got is None:
         return
+    ctrl, result = got
     (v,) = result.verdicts
     prop = result.properties.properties[0]
     broken, worst = _grid(ctrl, prop, result.lower, result.upper)
@@ -246,14 +254,10 @@ def test_monotone_verdicts_agree_with_brute_force_on_affine_leaves(tree: TreePro
 
 
 def _agree_slope(tree: TreeProgram, when: list[str], feature: str, kind: str) -> None:
-    ctrl = Controller(tree, [Signal("x0"), Signal("x1")], [Signal("a0"), Signal("a1")])
-    text = ('[domain]\nfrom = "given"\nfeatures = {x0 = [-2, 2], x1 = [-2, 2]}\n[[property]]\nname = "p"\n'
-            f'when = {json.dumps(when)}\n{kind}\naction = "a0"\nfeature = "{feature}"\n')
-    try:
-        result = verify(ctrl, text)
-    except PropertyError as exc:
-        assert "never holds in the domain" in str(exc)
+    got = _verify_small(tree, when, f'{kind}\naction = "a0"\nfeature = "{feature}"')
+    if got is None:
         return
+    ctrl, result = got
     (v,) = result.verdicts
     prop = result.properties.properties[0]
     broken = _line_violation(ctrl, prop, result.lower, result.upper)
