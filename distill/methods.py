@@ -26,6 +26,7 @@ from distill.finetune import LeafTuner
 from distill.job import Distillation
 from distill.linear import LinearPolicy
 from distill.moe import MixturePolicy
+from distill.prelu import PReLUPolicy
 from distill.repair import FailureRepair
 from distill.rl import CriticTuner
 from distill.scratch import ScratchTrainer
@@ -416,6 +417,25 @@ register_method(Method(
                str),
     ),
     picture_note="shading: share of visited states per expert",
+))
+
+register_method(Method(
+    name="prelu",
+    description="small ReLU network converted exactly into its activation regions: an oblique tree (DAgger)",
+    size="hidden",
+    make=lambda: Distillation(dagger=DAgger(PReLUPolicy()), rl=CriticTuner(), repair=FailureRepair()),
+    options=(
+        Option("hidden", ("dagger__student__hidden",), "Hidden layer widths, comma-separated ('8,8'; one to three "
+               "layers).", str),
+        Option("train_steps", ("dagger__student__n_steps",), "Gradient steps of the network's training."),
+        Option("widen", ("dagger__student__widen",), "The conversion's domain box: the distillation states' range "
+               "widened by this share on each side.", float),
+        *_dagger_options(("dagger__seed", "rl__seed", "repair__seed")),
+        *_repair_options(),
+        *_restart_options(),
+        *_rl_options(),
+    ),
+    picture_note="shading: share of visited states per region",
 ))
 
 register_method(Method(
