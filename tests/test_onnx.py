@@ -107,13 +107,24 @@ def _others() -> dict[str, Controller]:
 
 
 ALL = {**{f"tree_{n}" if n != "equations" else n: c for n, c in CONTROLLERS.items()}, **_mixtures(), **_others()}
+#: Shipped kinds with no ONNX form (their export refuses it in one line).
+WITHOUT_ONNX = {"oblique"}
 #: Kinds whose arithmetic is all + and * (and comparisons): the same doubles, bit for bit.
 TRANSCENDENTAL = {"equations", "equations_constant_action", "mixture_tanh", "mixture_tanh_tree"}
 
 
 def test_every_shipped_kind_is_covered() -> None:
-    shipped = {kind for kind, cls in PROGRAMS.items() if cls.__module__.startswith("interp_rl.kinds.")}
+    shipped = {kind for kind, cls in PROGRAMS.items() if cls.__module__.startswith("interp_rl.kinds.")
+               and kind not in WITHOUT_ONNX}
     assert {c.kind for c in ALL.values()} == shipped == {"equations", "linear", "mixture", "tree"}
+
+
+def test_oblique_trees_have_no_onnx_form_yet() -> None:
+    from interp_rl.kinds.oblique import ObliqueProgram
+
+    prog = ObliqueProgram(left=[-1], right=[-1], weight=[[0.0]], bias=[0.0], intercept=[[1.0]], coef=[[[2.0]]])
+    with pytest.raises(ExportError, match="^An? oblique program has no ONNX form"):
+        to_onnx(Controller(prog))
 
 
 def _trees(prog: Program) -> list[TreeProgram]:

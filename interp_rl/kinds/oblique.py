@@ -22,6 +22,8 @@ Arithmetic (bit-identical in every runtime), in one of two forms:
   ``W * 0`` changes no sum.
 
 then ``y = min(max(y, low), high)``.
+
+No ONNX form yet: export it as Python, C or JSON.
 """
 
 from __future__ import annotations
@@ -40,7 +42,6 @@ from interp_rl.program import AffinePieces, ProgramBase, Region, float_out, regi
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from interp_rl._onnx import OnnxGraph
     from interp_rl.program import Controller
 
 __all__ = ["LEAF_FORMS", "ObliqueProgram"]
@@ -563,6 +564,9 @@ class ObliqueProgram(ProgramBase):
         out = dot_header(controller, title=title, fmt=fmt)
         depth = {0: 0}
         for node in self.preorder():
+            if self.left[node] >= 0:
+                depth[int(self.left[node])] = depth[int(self.right[node])] = depth[node] + 1
+        for node in self.preorder():
             if max_depth is not None and depth[node] > max_depth:
                 continue
             attrs: dict[str, str] = {}
@@ -576,7 +580,6 @@ class ObliqueProgram(ProgramBase):
             else:
                 attrs = {"label": dot_label([self.split_text(node, names, fmt)])}
                 for child, yes in ((int(self.left[node]), "yes"), (int(self.right[node]), "no")):
-                    depth[child] = depth[node] + 1
                     if max_depth is not None and depth[child] > max_depth:
                         continue
                     edge = {"label": yes}
@@ -666,7 +669,3 @@ class ObliqueProgram(ProgramBase):
     def c_body(self, controller: Controller) -> list[str]:
         """As :meth:`python_body`, in C99."""
         return self._code(python=False)
-
-    def onnx_graph(self, graph: OnnxGraph) -> str:
-        """The affine form only (no network): each node's value for every row, the walk, the leaf's map."""
-        raise TypeError("An oblique program has no ONNX form yet.")
