@@ -67,15 +67,16 @@ def domain_box(X: np.ndarray, widen: float = 0.1) -> tuple[np.ndarray, np.ndarra
     return lo - pad, hi + pad
 
 
-def to_oblique(layers: Layers, lower: np.ndarray, upper: np.ndarray, *, action_low: Any = None,
-               action_high: Any = None) -> ObliqueProgram:
+def to_oblique(layers: Layers, lower: np.ndarray, upper: np.ndarray, *, samples: np.ndarray | None = None,
+               action_low: Any = None, action_high: Any = None) -> ObliqueProgram:
     """The ReLU network ``layers`` (hidden layers, then the output layer) as an oblique tree, exactly on the box.
 
     Layer by layer, unit by unit, each region (a polyhedron inside ``[lower, upper]``) is split on the unit's
     pre-activation, affine there: ``z <= 0`` (off) goes left, ``z > 0`` (on) right. One linear program per unit
     and region (:func:`interp_rl.verify._lp.maximise`) decides whether the side not holding the region's known
-    point has states; a side without any is pruned (the unit is then off, or on, throughout the region and
-    needs no test). A leaf is an activation pattern; its affine map composes the active rows.
+    state has states; a side without any is pruned (the unit is then off, or on, throughout the region and
+    needs no test). ``samples`` (e.g. the training states) are known states: where some lie clearly on both
+    sides, no LP is needed. A leaf is an activation pattern; its affine map composes the active rows.
     """
     layers = [(np.asarray(W, dtype=np.float64), np.asarray(b, dtype=np.float64)) for W, b in layers]
     lower, upper = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
@@ -89,13 +90,16 @@ def to_oblique(layers: Layers, lower: np.ndarray, upper: np.ndarray, *, action_l
         nodes.append(kw)
         return len(nodes) - 1
 
-    # each frame: where to attach, layer, unit, constraints, the previous layer as affine maps of x, the pattern
-    root_point = (lower + upper) / 2
+    # each frame: where to attach, layer, unit, constraints, the previous layer as affine maps of x, the pattern,
+    # known states of the region (the first always in it)
+    pts0 = np.asarray(samples, dtype=np.float64).reshape(-1, d) if samples is not None else np.zeros((0, d))
+    pts0 = pts0[np.all((pts0 >= lower) & (pts0 <= upper), axis=1)]
+    root = np.vstack([(lower + upper)[None, :] / 2, pts0])
     stack: list[tuple[int | None, str, int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                       np.ndarray]] = [(None, "", 0, 0, np.zeros((0, d)), np.zeros(0), np.eye(d), np.zeros(d),
-                                       np.zeros(hidden, dtype=bool), root_point)]
+                                       np.zeros(hidden, dtype=bool), root)]
     while stack:
-        parent, side, layer, j, A, rhs, M, m, pattern, point = stack.pop()
+        parent, side, layer, j, A, rhs, M, m, pattern, pts = stack.pop()
         node_id: int
         while True:
             if layer == len(sizes):  # a leaf: the output layer on the active units
@@ -109,25 +113,32 @@ def to_oblique(layers: Layers, lower: np.ndarray, upper: np.ndarray, *, action_l
                 layer, j = layer + 1, 0
                 continue
             w, c = W[j] @ M, float(b[j] + W[j] @ m)
-            here = float(w @ point + c)
-            if here <= 0.0:  # the point is off: are there states where the unit is on?
-                o = maximise(w, c, lower, upper, A, rhs)
-                other = o.status != "empty" and o.bound > 0.0 and o.x is not None and float(w @ o.x + c) > 0.0
+            z = pts @ w + c
+            margin = 1e-9 * (1.0 + np.abs(w) @ np.maximum(np.abs(lower), np.abs(upper)) + abs(c))
+            if np.any(z < -margin) and np.any(z > margin):  # known states on both sides: no LP needed
+                split = (pts[z <= 0.0], pts[z > 0.0])
             else:
-                o = maximise(-w, -c, lower, upper, A, rhs)
-                other = o.status != "empty" and o.bound >= 0.0 and o.x is not None and float(w @ o.x + c) <= 0.0
-            if not other:  # one side only: the unit is fixed throughout the region
-                pattern = pattern.copy()
-                pattern[offsets[layer] + j] = here > 0.0
-                j += 1
-                continue
+                here = float(z[0])
+                if here <= 0.0:  # the first state is off: are there states where the unit is on?
+                    o = maximise(w, c, lower, upper, A, rhs)
+                    other = o.status != "empty" and o.bound > 0.0 and o.x is not None and float(w @ o.x + c) > 0.0
+                else:
+                    o = maximise(-w, -c, lower, upper, A, rhs)
+                    other = o.status != "empty" and o.bound >= 0.0 and o.x is not None and float(w @ o.x + c) <= 0.0
+                if not other:  # one side only: the unit is fixed throughout the region
+                    pattern = pattern.copy()
+                    pattern[offsets[layer] + j] = here > 0.0
+                    j += 1
+                    continue
+                assert o.x is not None
+                keep = pts[(z <= 0.0) == (here <= 0.0)]
+                split = (keep, o.x[None, :]) if here <= 0.0 else (o.x[None, :], keep)
             node_id = new(leaf=False, weight=w, bias=c, unit=(layer, j), active=pattern.copy())
-            off_point, on_point = (point, o.x) if here <= 0.0 else (o.x, point)
-            for go_on, pt, row, r in ((True, on_point, -w, c), (False, off_point, w, -c)):
+            for go_on, row, r, known in ((True, -w, c, split[1]), (False, w, -c, split[0])):
                 pat = pattern.copy()
                 pat[offsets[layer] + j] = go_on
                 stack.append((node_id, "right" if go_on else "left", layer, j + 1, np.vstack([A, row]),
-                              np.append(rhs, r), M, m, pat, pt))
+                              np.append(rhs, r), M, m, pat, known))
             break
         if parent is not None:
             nodes[parent][side] = node_id
@@ -254,7 +265,7 @@ class PReLUPolicy(PolicyStudent):
         layers[-1] = (WL * ysd[:, None], bL * ysd + ymu)
         self.layers_ = layers
         self.domain_ = domain_box(X, float(self.widen))
-        self.program_ = to_oblique(layers, *self.domain_, action_low=low, action_high=high)
+        self.program_ = to_oblique(layers, *self.domain_, samples=X, action_low=low, action_high=high)
         return self
 
     def fit_facts(self) -> dict[str, Any]:
