@@ -510,8 +510,9 @@ class ObliqueProgram(ProgramBase):
         if self.network is not None:
             lo, hi = self.domain_low, self.domain_high
             if np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)):
-                lines.append(f"(a ReLU network {'x'.join(map(str, self.layer_sizes))} converted exactly on the box "
-                             "of the observations it was distilled on, widened)")
+                widths = ", ".join(map(str, self.layer_sizes))
+                lines.append(f"(a ReLU network with hidden layers of {widths} units, converted exactly on the box of "
+                             "the observations it was distilled on, widened)")
         return "\n".join(lines + ([note] if note else []))
 
     def _subtree(self, node: int) -> list[int]:
