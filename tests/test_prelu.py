@@ -155,3 +155,11 @@ def test_distill_prelu_runs_from_the_cli(shared_teachers: Path, tmp_path: Path, 
     assert ctrl.program.raw_predict(X).tobytes() == network_forward(ctrl.program.network, X).tobytes()
     act_py = load_python_controller(out / "controller.py")
     assert np.array([act_py(list(x)) for x in X[:200]]).tobytes() == ctrl.predict(X[:200]).tobytes()
+
+
+def test_pictures_of_many_regions_stop_at_the_top_levels() -> None:
+    prog = to_oblique(_network(4, [5, 5], 5), -2.0 * np.ones(5), 2.0 * np.ones(5))
+    assert len(prog.leaves) > 64 and prog.depth > 5
+    dot = prog.to_dot(Controller(prog))
+    assert f"the top 5 levels of {len(prog.leaves)} regions" in dot
+    assert dot.count("->") < 2 ** 6

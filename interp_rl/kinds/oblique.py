@@ -44,10 +44,14 @@ if TYPE_CHECKING:
 
     from interp_rl.program import Controller
 
-__all__ = ["LEAF_FORMS", "ObliqueProgram"]
+__all__ = ["LEAF_FORMS", "PICTURE_DEPTH", "PICTURE_LEAVES", "ObliqueProgram"]
 
 #: How a leaf computes its actions: the network's output layer on the path's active units, or its affine map.
 LEAF_FORMS = ("network", "affine")
+#: Pictures of trees with more regions than this stop at depth :data:`PICTURE_DEPTH` (Graphviz cannot lay out
+#: thousands of boxes in reasonable time).
+PICTURE_LEAVES = 64
+PICTURE_DEPTH = 5
 
 
 @register_program
@@ -550,11 +554,16 @@ class ObliqueProgram(ProgramBase):
                max_depth: int | None = None, title: str | None = None, precision: int = 3,
                **options: Any) -> str:
         """Oblique splits as boxes (``yes`` goes left), leaves with their equations; ``obs``'s path in red,
-        with ``states`` each leaf's share of them."""
+        with ``states`` each leaf's share of them. A tree of more than :data:`PICTURE_LEAVES` regions is drawn
+        to depth :data:`PICTURE_DEPTH` unless ``max_depth`` says otherwise (the text has every rule)."""
         from interp_rl.viz import dot_attrs, dot_header, dot_label
 
         if options:
             raise TypeError(f"to_dot of an oblique program takes no option {sorted(options)[0]!r}.")
+        if max_depth is None and len(self.leaves) > PICTURE_LEAVES and self.depth > PICTURE_DEPTH:
+            max_depth = PICTURE_DEPTH
+            top = f"the top {PICTURE_DEPTH} levels of {len(self.leaves)} regions"
+            title = f"{title} ({top})" if title else top
         fmt = partial(cg.compact, precision=precision)
         names = controller.feature_names
         path = set(self.decision_path(obs)) if obs is not None else set()
