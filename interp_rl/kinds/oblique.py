@@ -351,10 +351,14 @@ class ObliqueProgram(ProgramBase):
         return dataclasses.replace(self, intercept=np.asarray(intercept, dtype=np.float64),
                                    coef=np.asarray(coef, dtype=np.float64), leaf_form="affine")
 
-    def path_constraints(self, node: int) -> tuple[np.ndarray, np.ndarray]:
+    def _parents(self) -> dict[int, int]:
+        return {int(c): n for n in range(self.n_nodes) if self.left[n] >= 0 for c in (self.left[n], self.right[n])}
+
+    def path_constraints(self, node: int, parent: dict[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(A, b)`` with ``A @ x <= b`` the half-spaces of the path to ``node`` (a right branch
-        ``w @ x + c > 0`` relaxed to ``-w @ x <= c``)."""
-        parent = {int(c): n for n in range(self.n_nodes) if self.left[n] >= 0 for c in (self.left[n], self.right[n])}
+        ``w @ x + c > 0`` relaxed to ``-w @ x <= c``); ``parent`` maps each node to its parent (found if not
+        given)."""
+        parent = self._parents() if parent is None else parent
         rows, rhs = [], []
         while node in parent:
             p = parent[node]
@@ -372,9 +376,9 @@ class ObliqueProgram(ProgramBase):
         """Each leaf's polyhedron (its path's half-spaces; ties belong to both sides) with its affine map.
         The box is the whole space: outside the conversion's domain the rules apply as written."""
         inf = np.full(self.obs_dim, np.inf)
-        out = []
+        out, parent = [], self._parents()
         for k, node in enumerate(self.leaves):
-            A, b = self.path_constraints(node)
+            A, b = self.path_constraints(node, parent)
             out.append(Region(node, f"region {k + 1}", -inf, inf.copy(), A, b, self.intercept[node],
                               self.coef[node]))
         return out
@@ -612,6 +616,7 @@ class ObliqueProgram(ProgramBase):
         elif not python:
             lines.append("double z;")
         off = self._offsets() if self.network is not None else []
+        number = {node: k + 1 for k, node in enumerate(self.leaves)}
 
         def pre_parts(layer: int, unit: int, mask: np.ndarray) -> list[str]:
             assert self.network is not None
@@ -635,7 +640,7 @@ class ObliqueProgram(ProgramBase):
 
         def emit(node: int, ind: str, done: int) -> None:
             if self.left[node] < 0:
-                lines.append(f"{ind}{'# ' if python else '/* '}region {self.leaves.index(node) + 1}"
+                lines.append(f"{ind}{'# ' if python else '/* '}region {number[node]}"
                              f"{'' if python else ' */'}")
                 if self.network is None or self.leaf_form == "affine":
                     for o in range(self.act_dim):
