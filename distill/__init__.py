@@ -7,7 +7,8 @@ A distiller receives a teacher (:class:`interp_rl.teachers.Teacher`) and an envi
   with constant or sparse-linear leaves), :class:`LinearPolicy` (sparse equations),
   :class:`MixturePolicy` (a top-1 mixture of sparse linear experts, SMOSE), :class:`SINDyPolicy`
   (sparse equations over a pysindy library of terms), :class:`SILVERPolicy` (a discrete teacher's choice as a
-  linear argmax rule found through its Shapley values, SILVER).
+  linear argmax rule found through its Shapley values, SILVER), :class:`PReLUPolicy` (a small ReLU network
+  converted exactly into its activation regions, an oblique tree).
 - :class:`FeatureSubset`: any of them fitted on some observation features only (the top-k of the
   teacher's Shapley ranking), run on the full observation.
 - :class:`DAgger`: learns any student from a teacher (behaviour cloning with ``n_iter=0``),
@@ -27,6 +28,7 @@ from distill.linear import LinearPolicy
 from distill.logged import behaviour_clone, fit_from_log
 from distill.methods import METHODS, Method, Option, get_method, register_method
 from distill.moe import MixturePolicy
+from distill.prelu import PReLUPolicy
 from distill.prune import collapse_similar, cost_complexity_path, prune, prune_to_leaves
 from distill.rl import CriticTuner
 from distill.silver import SILVERPolicy
@@ -45,6 +47,7 @@ __all__ = [
     "Method",
     "MixturePolicy",
     "Option",
+    "PReLUPolicy",
     "SILVERPolicy",
     "SINDyPolicy",
     "TreePolicy",
