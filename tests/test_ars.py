@@ -1,0 +1,136 @@
+"""Augmented random search over programs (distill.ars): it learns, it is deterministic whatever the workers,
+it resumes to the same numbers, and it keeps a program's structure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from distill.ars import ARS, STATE_JSON, ParameterLayout
+from envs import env_factory
+from interp_rl.errors import InterpRLError
+from interp_rl.kinds.linear import LinearProgram
+from interp_rl.kinds.mixture import MixtureProgram
+from interp_rl.kinds.tree import TreeProgram
+from interp_rl.rollouts import evaluate
+
+TASK = "InvertedPendulum-v5"  # obs: cart position, pole angle, cart velocity, pole angular velocity
+
+
+@pytest.fixture(scope="module")
+def env_fn():  # noqa: ANN201
+    return env_factory(TASK)
+
+
+def _ars(**kw: object) -> ARS:
+    args = {"n_directions": 4, "step_size": 0.1, "noise": 0.1, "horizon": 200, "seed": 3, **kw}
+    return ARS(**args)  # type: ignore[arg-type]
+
+
+def _tree() -> TreeProgram:
+    """Pole leaning left or right: a different affine leaf on each side, each reading two features."""
+    return TreeProgram.from_leaves(feature=[1, -1, -1], threshold=[0.0, 0.0, 0.0], left=[1, -1, -1],
+                                   right=[2, -1, -1], intercept=[[0.0], [0.1], [-0.1]], obs_dim=4,
+                                   coef={1: {(0, 1): 1.0, (0, 3): 0.5}, 2: {(0, 1): 2.0}},
+                                   action_low=[-3.0], action_high=[3.0])
+
+
+def _mixture() -> MixtureProgram:
+    return MixtureProgram(expert_intercept=[[0.0], [0.0]], expert_coef=[[[0.0, 1.0, 0.0, 0.2]], [[0.0, 2.0, 0.0, 0.0]]],
+                          router_intercept=[0.0, 0.0], router_coef=[[0.0, 1.0, 0.0, 0.0], [0.0, -1.0, 0.0, 0.0]],
+                          action_low=[-3.0], action_high=[3.0])
+
+
+def test_linear_ars_from_scratch_improves_the_return(env_fn) -> None:  # noqa: ANN001
+    ars = _ars(seed=0).fit("linear", env_fn, iterations=10)
+    start = LinearProgram(intercept=[0.0], coef=np.zeros((1, 4)), action_low=[-3.0], action_high=[3.0])
+    before = evaluate(start, env_fn, episodes=5, seed=1000).mean_return
+    after = evaluate(ars.program_, env_fn, episodes=5, seed=1000).mean_return
+    assert isinstance(ars.program_, LinearProgram) and ars.n_parameters_ == 5
+    assert before < 30 and after > 100
+    assert ars.history_[-1]["return_mean"] > ars.history_[0]["return_mean"]
+    assert [h["iteration"] for h in ars.history_] == list(range(1, 11))
+
+
+def test_the_same_seed_gives_the_same_controller_with_one_or_two_workers(env_fn) -> None:  # noqa: ANN001
+    one = _ars(n_workers=1).fit("linear", env_fn, iterations=3)
+    two = _ars(n_workers=2).fit("linear", env_fn, iterations=3)
+    assert np.array_equal(one.theta_, two.theta_)
+    assert one.program_.to_dict() == two.program_.to_dict()
+    strip = [{k: v for k, v in h.items() if k != "seconds"} for h in one.history_]
+    assert strip == [{k: v for k, v in h.items() if k != "seconds"} for h in two.history_]
+
+
+def test_a_resumed_run_ends_where_an_uninterrupted_one_does(env_fn, tmp_path: Path) -> None:  # noqa: ANN001
+    whole = _ars().fit("linear", env_fn, iterations=4)
+    _ars(checkpoint_dir=tmp_path).fit("linear", env_fn, iterations=2)
+    state = json.loads((tmp_path / STATE_JSON).read_text())
+    assert state["iteration"] == 2 and sorted(p.name for p in tmp_path.glob("*.npz")) == ["ars_state_2.npz"]
+    resumed = _ars(checkpoint_dir=tmp_path).fit("linear", env_fn, iterations=4, resume=True)
+    assert np.array_equal(whole.theta_, resumed.theta_)
+    assert whole.program_.to_dict() == resumed.program_.to_dict()
+    with pytest.raises(InterpRLError, match="made with other settings"):
+        _ars(checkpoint_dir=tmp_path, noise=0.2).fit("linear", env_fn, iterations=5, resume=True)
+
+
+def test_a_trees_leaves_are_searched_and_its_structure_kept(env_fn) -> None:  # noqa: ANN001
+    start = _tree()
+    new = _ars().fit(start, env_fn, iterations=2).program_
+    assert isinstance(new, TreeProgram)
+    for name in ("feature", "threshold", "left", "right"):
+        assert np.array_equal(getattr(new, name), getattr(start, name))
+    assert np.array_equal(new.coef != 0.0, start.coef != 0.0)
+    assert not np.array_equal(new.coef, start.coef) and not np.array_equal(new.intercept[1:], start.intercept[1:])
+    assert new.intercept[0, 0] == start.intercept[0, 0]  # the root is not a piece that acts
+
+
+def test_a_mixtures_experts_and_linear_router_are_searched_and_its_structure_kept(env_fn) -> None:  # noqa: ANN001
+    start = _mixture()
+    ars = _ars().fit(start, env_fn, iterations=2)
+    new = ars.program_
+    assert isinstance(new, MixtureProgram) and new.n_experts == 2 and new.router == "linear"
+    assert ars.n_parameters_ == 2 + 3 + 2 + 2
+    assert np.array_equal(new.expert_coef != 0.0, start.expert_coef != 0.0)
+    assert np.array_equal(new.router_coef != 0.0, start.router_coef != 0.0)
+    assert not np.array_equal(new.router_coef, start.router_coef)
+
+
+@pytest.mark.parametrize("make", [lambda: LinearProgram(intercept=[0.3], coef=[[0.0, 1.5, -0.2, 0.7]]),
+                                  _tree, _mixture], ids=["linear", "tree", "mixture"])
+def test_folding_the_normalisation_gives_the_normalised_maps_actions(make) -> None:  # noqa: ANN001
+    program = make()
+    layout = ParameterLayout.of(program)
+    rng = np.random.default_rng(0)
+    theta = layout.theta() + rng.normal(size=layout.size)
+    mean, std = rng.normal(size=4), rng.uniform(0.1, 3.0, size=4)
+    X = rng.normal(size=(200, 4)) * 2
+    folded = layout.program_for(theta, mean, std)
+    normalised = layout.program_for(theta, np.zeros(4), np.ones(4))  # the same maps on normalised inputs
+    Z = (X - mean) / std
+    assign = folded.affine_pieces().assign(X)
+    assert np.array_equal(assign, normalised.affine_pieces().assign(Z) if isinstance(program, MixtureProgram)
+                          else folded.affine_pieces().assign(X))
+    pieces = normalised.affine_pieces()
+    expected = pieces.intercept[assign, :] + np.einsum("nad,nd->na", pieces.coef[assign], Z)
+    np.testing.assert_allclose(folded.raw_predict(X), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_a_program_without_affine_pieces_is_refused(env_fn) -> None:  # noqa: ANN001
+    with pytest.raises(InterpRLError, match="needs steps or iterations"):
+        _ars().fit("linear", env_fn)
+    with pytest.raises(InterpRLError, match="'program' parameter of ARS.fit"):
+        _ars().fit("tree", env_fn, iterations=1)
+
+
+def test_ray_tasks_give_the_same_controller_as_the_process_pool(env_fn) -> None:  # noqa: ANN001
+    ray = pytest.importorskip("ray")
+    pool = _ars(n_workers=2).fit(_tree(), env_fn, iterations=2)
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        on_ray = _ars(n_workers=2, executor="ray").fit(_tree(), env_fn, iterations=2)
+    finally:
+        ray.shutdown()
+    assert np.array_equal(pool.theta_, on_ray.theta_)
