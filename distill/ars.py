@@ -45,7 +45,7 @@ from interp_rl.errors import InterpRLError, bad_value
 from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.program import Controller, Program
 
-__all__ = ["ARS", "ParameterLayout"]
+__all__ = ["ARS", "ParameterLayout", "run_ars_job"]
 
 EnvFn = Callable[[int], Any]
 STATE_JSON = "ars_state.json"
@@ -422,3 +422,42 @@ def _zero_linear(env_fn: EnvFn) -> Program:
 def ars_chunks(n_directions: int, workers: int) -> Sequence[np.ndarray]:
     """The contiguous chunks of directions ``workers`` tasks run (for tests and timing)."""
     return [c for c in np.array_split(np.arange(n_directions), max(1, workers)) if len(c)]
+
+
+def run_ars_job(ars: ARS, start: Program | Controller | str, env_fn: EnvFn, out: str | Path, *, steps: int,
+                task: str, features: Sequence[Any] = (), actions: Sequence[Any] = (), resume: bool = False,
+                eval_episodes: int = 5, progress: Callable[[dict[str, Any]], None] | None = None
+                ) -> dict[str, Any]:
+    """Search from ``start`` for ``steps`` environment steps and write a controller folder to ``out``, as
+    ``interp-rl distill`` does: ``controller.json``, the exports, ``rules.txt``, the picture and ``metrics.json``
+    (the return curve, the environment steps, the wall time; written last). The state is kept in
+    ``out/checkpoint`` after every iteration; ``resume`` continues it. Returns the metrics."""
+    from sklearn.base import clone
+
+    from distill.job import METRICS_FILE, write_controller_files
+    from interp_rl.rollouts import evaluate
+
+    out = Path(out)
+    if (out / METRICS_FILE).is_file() and not resume:
+        raise InterpRLError(f"{str(out)!r} already holds a finished controller; choose another --out.")
+    if (out / "checkpoint" / STATE_JSON).is_file() and not resume:
+        raise InterpRLError(f"{str(out)!r} holds an unfinished ARS run; continue it with --resume or choose "
+                            "another --out.")
+    out.mkdir(parents=True, exist_ok=True)
+    kind = start if isinstance(start, str) else (start.program if isinstance(start, Controller) else start).kind
+    est = clone(ars).set_params(checkpoint_dir=out / "checkpoint")
+    resume = resume and (out / "checkpoint" / STATE_JSON).is_file()
+    est.fit(start, env_fn, steps=steps, resume=resume, progress=progress)
+    held = evaluate(est.program_, env_fn, episodes=eval_episodes, seed=int(ars.seed) + 50_000, task=task)
+    config = {**est._config(), "n_workers": est.n_workers, "executor": est.executor, "steps": steps}
+    controller = Controller(est.program_, list(features), list(actions), task=task,
+                            metadata={"method": "ars", "start": kind, "config": config})
+    controller.save(out / "controller.json")
+    last = est.history_[-1] if est.history_ else {"env_steps": 0, "seconds": 0.0, "iteration": 0}
+    metrics = {"method": "ars", "kind": est.program_.kind, "start": kind, "task": task, "config": config,
+               "env_steps": last["env_steps"], "iterations": last["iteration"], "wall_seconds": last["seconds"],
+               "n_parameters": est.n_parameters_, "eval_return_mean": held.mean_return,
+               "eval_return_std": held.std_return, "eval_episodes": eval_episodes,
+               "obs_mean": est.obs_mean_.tolist(), "obs_std": est.obs_std_.tolist(), "history": est.history_}
+    write_controller_files(controller, out, metrics, f"{task} ARS {est.program_.kind}")
+    return metrics

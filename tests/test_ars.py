@@ -134,3 +134,56 @@ def test_ray_tasks_give_the_same_controller_as_the_process_pool(env_fn) -> None:
     finally:
         ray.shutdown()
     assert np.array_equal(pool.theta_, on_ray.theta_)
+
+
+ARS_HP = ["--hp", "horizon=200", "--hp", "step_size=0.1", "--hp", "noise=0.1", "--hp", "n_directions=4"]
+
+
+def test_train_ars_policy_writes_a_controller_folder_and_resumes(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from interp_rl.cli import app
+    from interp_rl.program import load_controller
+
+    runner = CliRunner()
+    out = tmp_path / "lin"
+    args = ["train", "--algo", "ars", "--policy", "linear", "--env", TASK, "--steps", "1500", "--out", str(out),
+            "--seed", "0", *ARS_HP]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["env_steps"] >= 1500 and metrics["kind"] == "linear" and len(metrics["history"]) == metrics[
+        "iterations"]
+    assert {"controller.json", "controller.py", "controller.c", "rules.txt"} <= {p.name for p in out.iterdir()}
+    first = load_controller(out).program.to_dict()
+    again = runner.invoke(app, args)
+    assert again.exit_code == 1 and "already holds a finished controller" in again.output
+    resumed = runner.invoke(app, [*args, "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    assert load_controller(out).program.to_dict() == first
+    # a tree needs a start; a start of another kind is refused
+    res = runner.invoke(app, ["train", "--algo", "ars", "--policy", "tree", "--env", TASK, "--steps", "100",
+                              "--out", str(tmp_path / "t")])
+    assert res.exit_code == 1 and "--policy tree searches a tree controller's pieces: give --start" in res.output
+    res = runner.invoke(app, ["train", "--algo", "ars", "--policy", "tree", "--env", TASK, "--steps", "100",
+                              "--out", str(tmp_path / "t"), "--start", str(out)])
+    assert res.exit_code == 1 and "--start holds a linear controller; --policy is tree." in res.output
+    res = runner.invoke(app, ["train", "--algo", "sac", "--env", TASK, "--steps", "100", "--out",
+                              str(tmp_path / "s"), "--workers", "2"])
+    assert res.exit_code == 1 and "--workers is an option of --algo ars --policy linear|tree|mixture." in res.output
+
+
+def test_train_ars_policy_tree_searches_a_start_controllers_leaves(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from interp_rl.cli import app
+    from interp_rl.program import Controller, load_controller
+
+    Controller(_tree(), task=TASK).save(tmp_path / "start" / "controller.json")
+    res = CliRunner().invoke(app, ["train", "--algo", "ars", "--policy", "tree", "--env", TASK, "--steps", "300",
+                                   "--out", str(tmp_path / "tuned"), "--start", str(tmp_path / "start"),
+                                   "--workers", "2", *ARS_HP])
+    assert res.exit_code == 0, res.output
+    tuned = load_controller(tmp_path / "tuned")
+    assert tuned.program.kind == "tree" and tuned.feature_names[1] == "hinge_angle"
+    assert np.array_equal(tuned.program.threshold, _tree().threshold)
