@@ -187,3 +187,34 @@ def test_train_ars_policy_tree_searches_a_start_controllers_leaves(tmp_path: Pat
     tuned = load_controller(tmp_path / "tuned")
     assert tuned.program.kind == "tree" and tuned.feature_names[1] == "hinge_angle"
     assert np.array_equal(tuned.program.threshold, _tree().threshold)
+
+
+def test_critic_tuner_search_ars_fine_tunes_a_distilled_student_and_resumes(tmp_path: Path) -> None:
+    """``--rl-search ars``: the fine-tuning stage of the distillers searches the pieces by ARS, keeps the better of
+    start and end on the held-out episodes, and a resumed run makes the same controller."""
+    from stable_baselines3 import SAC
+
+    from distill import CriticTuner, DAgger, LinearPolicy
+    from envs.teachers import load_teacher
+
+    env = env_factory("Pendulum-v1")(0)
+    model = SAC("MlpPolicy", env, buffer_size=2000, learning_starts=100, seed=0, device="cpu")
+    model.learn(200)
+    model.save(str(tmp_path / "sac.zip"))
+    teacher = load_teacher(tmp_path / "sac.zip", env="Pendulum-v1")
+    student = DAgger(LinearPolicy(max_terms=2), n_iter=0, steps=400, eval_episodes=0).fit(
+        teacher, teacher.env_fn).student_
+    tuner = CriticTuner(n_steps=3000, search="ars", eval_episodes=2, checkpoint_dir=tmp_path / "a").fit(
+        student, teacher, teacher.env_fn)
+    assert tuner.critic_source_ == "none" and [h["step"] for h in tuner.history_] == [0, 3200]
+    best = max(tuner.history_, key=lambda h: h["score"])
+    assert tuner.best_return_ == best["return_mean"] and tuner.initial_return_ == tuner.history_[0]["return_mean"]
+    old, new = student._fitted_program(), tuner.final_student_._fitted_program()
+    assert new.kind == "linear" and np.array_equal(new.coef != 0.0, old.coef != 0.0)
+    assert not np.array_equal(new.coef, old.coef)
+    again = CriticTuner(n_steps=3000, search="ars", eval_episodes=2, checkpoint_dir=tmp_path / "a").fit(
+        student, teacher, teacher.env_fn, resume=True)
+    assert again.resumed_from_ == 3200
+    assert again.final_student_._fitted_program().to_dict() == new.to_dict()
+    with pytest.raises(InterpRLError, match="'search' parameter of CriticTuner"):
+        CriticTuner(n_steps=10, search="sgd").fit(student, teacher, teacher.env_fn)
