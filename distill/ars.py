@@ -14,9 +14,11 @@ Each iteration:
 4. the observations visited update the running mean and standard deviation (V2), which the next
    iteration's policies read.
 
-The affine maps read normalised observations, ``a = b + W (x - mu) / sigma``; every policy run is that
-map folded into raw units (``W' = W / sigma``, ``b' = b - W mu / sigma``), so zero coefficients stay zero
-and the returned program is of the same kind as the start, reading raw observations. A tree's splits
+The affine maps read normalised observations, ``a = b + W (x - mu) / sigma``; a warm start (a distilled
+controller) first runs ``warmup_episodes`` episodes to set ``mu`` and ``sigma`` and is re-expressed in those
+units, so the search starts around the start itself. Every policy run is the map folded into raw units
+(``W' = W / sigma``, ``b' = b - W mu / sigma``), so zero coefficients stay zero and the returned program
+is of the same kind as the start, reading raw observations. A tree's splits
 and a mixture's routing tree read raw features and are not searched (V1 there: nothing to normalise);
 a linear router is searched and folded like an expert.
 
@@ -50,6 +52,7 @@ __all__ = ["ARS", "ParameterLayout", "run_ars_job"]
 EnvFn = Callable[[int], Any]
 STATE_JSON = "ars_state.json"
 EXECUTORS = ("process", "ray")
+WARMUP = 2**31 - 1  # the "iteration" whose episode seeds the warm-up uses
 
 
 @dataclass
@@ -102,6 +105,14 @@ class ParameterLayout:
         parts = []
         for b, w, bm, wm in zip(self.intercepts, self.coefs, self.b_masks, self.w_masks, strict=True):
             parts += [b[bm], w[wm]]
+        return np.concatenate(parts)
+
+    def theta_for(self, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
+        """The parameters that, on observations normalised by ``mean`` and ``std``, act as the program does on raw
+        ones (``W = W' sigma``, ``b = b' + W' mu``): the inverse of :meth:`program_for`'s folding."""
+        parts = []
+        for b, w, bm, wm in zip(self.intercepts, self.coefs, self.b_masks, self.w_masks, strict=True):
+            parts += [(b + w @ mean)[bm], (w * std)[wm]]
         return np.concatenate(parts)
 
     def program_for(self, theta: np.ndarray, mean: np.ndarray, std: np.ndarray) -> Any:
@@ -205,6 +216,9 @@ class ARS(BaseEstimator):
     dense : bool, default=False
         Search every coefficient of a linear start, not only its non-zero ones (a start from scratch is
         always dense).
+    warmup_episodes : int, default=2
+        With ``normalize``, episodes the start runs first (a start that is not all zeros) to set the observation
+        statistics, its parameters then re-expressed in normalised units (0: none, the paper's way from zeros).
     seed : int, default=0
         Seeds the directions and the episodes.
     n_workers : int, default=1
@@ -236,8 +250,9 @@ class ARS(BaseEstimator):
 
     def __init__(self, *, n_directions: int = 8, top_directions: int | None = None, step_size: float = 0.02,
                  noise: float = 0.03, episodes: int = 1, horizon: int | None = None, normalize: bool = True,
-                 dense: bool = False, seed: int = 0, n_workers: int = 1, executor: str = "process",
-                 ray_address: str | None = None, checkpoint_dir: str | Path | None = None) -> None:
+                 dense: bool = False, warmup_episodes: int = 2, seed: int = 0, n_workers: int = 1,
+                 executor: str = "process", ray_address: str | None = None,
+                 checkpoint_dir: str | Path | None = None) -> None:
         self.n_directions = n_directions
         self.top_directions = top_directions
         self.step_size = step_size
@@ -246,6 +261,7 @@ class ARS(BaseEstimator):
         self.horizon = horizon
         self.normalize = normalize
         self.dense = dense
+        self.warmup_episodes = warmup_episodes
         self.seed = seed
         self.n_workers = n_workers
         self.executor = executor
@@ -262,13 +278,14 @@ class ARS(BaseEstimator):
         if self.horizon is not None:
             check_int(self.horizon, "horizon", "ARS")
         check_int(self.seed, "seed", "ARS", low=0)
+        check_int(self.warmup_episodes, "warmup_episodes", "ARS", low=0)
         check_int(self.n_workers, "n_workers", "ARS", high=1024)
         check_choice(self.executor, "executor", "ARS", EXECUTORS)
         return int(top)
 
     def _config(self) -> dict[str, Any]:
         keep = ("n_directions", "top_directions", "step_size", "noise", "episodes", "horizon", "normalize",
-                "dense", "seed")
+                "dense", "warmup_episodes", "seed")
         return {k: getattr(self, k) for k in keep}
 
     def fit(self, program: Program | Controller | str, env_fn: EnvFn, *, steps: int | None = None,
@@ -317,6 +334,17 @@ class ARS(BaseEstimator):
             seconds = history[-1]["seconds"] if history else 0.0
         horizon = self.horizon or _horizon(env_fn, self.seed)
         t0 = time.perf_counter() - seconds
+        if not resume and self.normalize and self.warmup_episodes and np.any(theta != 0.0):
+            # A warm start reads raw observations: its statistics first, then its parameters in those units, so
+            # the first perturbations are around the start itself (not around its numbers read as normalised).
+            env = env_fn(self.seed)
+            try:
+                for e in range(self.warmup_episodes):
+                    _, n, seen = _episode(program, env, _episode_seed(self.seed, WARMUP, 0, e), horizon)
+                    stats, env_steps = _merge(stats, seen), env_steps + n
+            finally:
+                env.close()
+            theta = layout.theta_for(*_moments(stats))
         while (steps is None or env_steps < steps) and (iterations is None or iteration < iterations):
             mean, std = _moments(stats) if self.normalize else (np.zeros(obs_dim), np.ones(obs_dim))
             deltas = rng.standard_normal((self.n_directions, layout.size))

@@ -56,7 +56,8 @@ def train(
 
     With --algo ars --policy linear|tree|mixture, augmented random search (V2-t) searches a transparent
     controller's own parameters and writes a controller folder (--hp sets ARS's n_directions, top_directions,
-    step_size, noise, episodes, horizon, normalize, dense); without --policy, ARS trains sb3-contrib's policy.
+    step_size, noise, episodes, horizon, normalize, dense, warmup_episodes); without --policy, ARS trains
+    sb3-contrib's policy.
     """
     import yaml
 
@@ -135,7 +136,8 @@ def _train_ars_program(kind: str, task: str, out_dir: Path, *, steps: int, seed:
     from interp_rl.errors import InvalidParameterError
     from interp_rl.program import load_controller
 
-    allowed = ("n_directions", "top_directions", "step_size", "noise", "episodes", "horizon", "normalize", "dense")
+    allowed = ("n_directions", "top_directions", "step_size", "noise", "episodes", "horizon", "normalize", "dense",
+               "warmup_episodes")
     for key in settings:
         if key not in allowed:
             raise InvalidParameterError(f"--hp {key} is not a setting of --algo ars --policy {kind}; use one of "
