@@ -171,7 +171,8 @@ def evaluate_directions(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """Run one chunk of directions (a worker's task): for each, ``theta +- noise * delta`` on its episodes.
 
     ``spec`` holds ``layout``, ``theta``, ``deltas`` ``(k, n)``, ``noise``, ``mean``, ``std``, ``seeds``
-    (``k`` lists of episode seeds), ``horizon`` and ``env_fn``; everything in it pickles, for Ray.
+    (``k`` lists of episode seeds), ``horizon``, ``alive_bonus_offset`` and ``env_fn``; everything in it pickles,
+    for Ray.
     """
     layout, env = spec["layout"], spec["env_fn"](int(spec["seeds"][0][0]) if len(spec["seeds"]) else 0)
     out = []
@@ -183,7 +184,7 @@ def evaluate_directions(spec: dict[str, Any]) -> list[dict[str, Any]]:
                 returns, stats = [], (0.0, np.zeros_like(spec["mean"]), np.zeros_like(spec["mean"]))
                 for s in seeds:
                     r, n, st = _episode(prog, env, int(s), spec["horizon"])
-                    returns.append(r)
+                    returns.append(r + spec["alive_bonus_offset"] * n)
                     row["steps"] += n
                     stats = _merge(stats, st)
                 row[name] = float(np.mean(returns))
@@ -211,6 +212,9 @@ class ARS(BaseEstimator):
         Episodes per direction and sign (their mean return is the direction's).
     horizon : int, default=None
         Steps per episode at most; ``None``: the environment's time limit.
+    alive_bonus_offset : float, default=0.0
+        Added to the reward of every step while searching (the paper's V2-t removes Hopper's, Walker2d's and
+        Ant's survival bonus with -1, -1 and -1, Humanoid's with -5; sb3-contrib's ``alive_bonus_offset``).
     normalize : bool, default=True
         V2 (observations normalised by their running mean and std) or V1 (raw observations).
     dense : bool, default=False
@@ -236,7 +240,7 @@ class ARS(BaseEstimator):
         The final program (same kind and structure as the start, raw observations).
     history_ : list of dict
         Per iteration: ``iteration``, ``env_steps`` (total), ``return_mean`` and ``return_max`` (of the
-        ``2N`` perturbed policies), ``update_std`` and ``seconds`` (total).
+        ``2N`` perturbed policies, ``alive_bonus_offset`` included), ``update_std`` and ``seconds`` (total).
     obs_mean_, obs_std_ : ndarray of shape (obs_dim,)
         The running statistics at the end (folded into ``program_``).
     n_parameters_ : int
@@ -249,7 +253,8 @@ class ARS(BaseEstimator):
     """
 
     def __init__(self, *, n_directions: int = 8, top_directions: int | None = None, step_size: float = 0.02,
-                 noise: float = 0.03, episodes: int = 1, horizon: int | None = None, normalize: bool = True,
+                 noise: float = 0.03, episodes: int = 1, horizon: int | None = None,
+                 alive_bonus_offset: float = 0.0, normalize: bool = True,
                  dense: bool = False, warmup_episodes: int = 2, seed: int = 0, n_workers: int = 1,
                  executor: str = "process", ray_address: str | None = None,
                  checkpoint_dir: str | Path | None = None) -> None:
@@ -259,6 +264,7 @@ class ARS(BaseEstimator):
         self.noise = noise
         self.episodes = episodes
         self.horizon = horizon
+        self.alive_bonus_offset = alive_bonus_offset
         self.normalize = normalize
         self.dense = dense
         self.warmup_episodes = warmup_episodes
@@ -277,6 +283,7 @@ class ARS(BaseEstimator):
         check_int(self.episodes, "episodes", "ARS")
         if self.horizon is not None:
             check_int(self.horizon, "horizon", "ARS")
+        check_float(self.alive_bonus_offset, "alive_bonus_offset", "ARS", low=-np.inf)
         check_int(self.seed, "seed", "ARS", low=0)
         check_int(self.warmup_episodes, "warmup_episodes", "ARS", low=0)
         check_int(self.n_workers, "n_workers", "ARS", high=1024)
@@ -284,8 +291,8 @@ class ARS(BaseEstimator):
         return int(top)
 
     def _config(self) -> dict[str, Any]:
-        keep = ("n_directions", "top_directions", "step_size", "noise", "episodes", "horizon", "normalize",
-                "dense", "warmup_episodes", "seed")
+        keep = ("n_directions", "top_directions", "step_size", "noise", "episodes", "horizon", "alive_bonus_offset",
+                "normalize", "dense", "warmup_episodes", "seed")
         return {k: getattr(self, k) for k in keep}
 
     def fit(self, program: Program | Controller | str, env_fn: EnvFn, *, steps: int | None = None,
@@ -383,7 +390,8 @@ class ARS(BaseEstimator):
         """Every direction's results, in direction order, from ``n_workers`` contiguous chunks."""
         chunks = ars_chunks(len(deltas), self.n_workers)
         specs = [{"layout": layout, "theta": theta, "deltas": deltas[c], "noise": self.noise, "mean": mean,
-                  "std": std, "seeds": [seeds[k] for k in c], "horizon": horizon, "env_fn": env_fn}
+                  "std": std, "seeds": [seeds[k] for k in c], "horizon": horizon,
+                  "alive_bonus_offset": self.alive_bonus_offset, "env_fn": env_fn}
                  for c in chunks]
         if self.executor == "ray":
             parts = ray_map(evaluate_directions, specs, workers=self.n_workers, address=self.ray_address)

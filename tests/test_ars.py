@@ -221,3 +221,10 @@ def test_critic_tuner_search_ars_fine_tunes_a_distilled_student_and_resumes(tmp_
     assert again.final_student_._fitted_program().to_dict() == new.to_dict()
     with pytest.raises(InterpRLError, match="'search' parameter of CriticTuner"):
         CriticTuner(n_steps=10, search="sgd").fit(student, teacher, teacher.env_fn)
+
+
+def test_the_alive_bonus_offset_is_added_to_every_step_of_the_search(env_fn) -> None:  # noqa: ANN001
+    plain = _ars().fit("linear", env_fn, iterations=1).history_[0]
+    offset = _ars(alive_bonus_offset=-1.0).fit("linear", env_fn, iterations=1).history_[0]
+    assert offset["env_steps"] == plain["env_steps"]  # the same first episodes
+    assert offset["return_mean"] == pytest.approx(plain["return_mean"] - plain["env_steps"] / 8)

@@ -56,8 +56,8 @@ def train(
 
     With --algo ars --policy linear|tree|mixture, augmented random search (V2-t) searches a transparent
     controller's own parameters and writes a controller folder (--hp sets ARS's n_directions, top_directions,
-    step_size, noise, episodes, horizon, normalize, dense, warmup_episodes); without --policy, ARS trains
-    sb3-contrib's policy.
+    step_size, noise, episodes, horizon, normalize, dense, warmup_episodes, alive_bonus_offset); without
+    --policy, ARS trains sb3-contrib's policy.
     """
     import yaml
 
@@ -137,7 +137,7 @@ def _train_ars_program(kind: str, task: str, out_dir: Path, *, steps: int, seed:
     from interp_rl.program import load_controller
 
     allowed = ("n_directions", "top_directions", "step_size", "noise", "episodes", "horizon", "normalize", "dense",
-               "warmup_episodes")
+               "warmup_episodes", "alive_bonus_offset")
     for key in settings:
         if key not in allowed:
             raise InvalidParameterError(f"--hp {key} is not a setting of --algo ars --policy {kind}; use one of "
