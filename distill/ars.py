@@ -245,6 +245,8 @@ class ARS(BaseEstimator):
         The running statistics at the end (folded into ``program_``).
     n_parameters_ : int
         Numbers searched.
+    env_steps_ : int
+        Environment steps taken in all (a warm start's warm-up episodes included).
 
     Examples
     --------
@@ -381,7 +383,7 @@ class ARS(BaseEstimator):
         mean, std = _moments(stats) if self.normalize else (np.zeros(obs_dim), np.ones(obs_dim))
         self.program_ = layout.program_for(theta, mean, std)
         self.theta_, self.obs_mean_, self.obs_std_ = theta, mean, std
-        self.history_, self.n_parameters_ = history, layout.size
+        self.history_, self.n_parameters_, self.env_steps_ = history, layout.size, env_steps
         self.layout_ = layout
         return self
 
@@ -491,7 +493,7 @@ def run_ars_job(ars: ARS, start: Program | Controller | str, env_fn: EnvFn, out:
     controller.save(out / "controller.json")
     last = est.history_[-1] if est.history_ else {"env_steps": 0, "seconds": 0.0, "iteration": 0}
     metrics = {"method": "ars", "kind": est.program_.kind, "start": kind, "task": task, "config": config,
-               "env_steps": last["env_steps"], "iterations": last["iteration"], "wall_seconds": last["seconds"],
+               "env_steps": est.env_steps_, "iterations": last["iteration"], "wall_seconds": last["seconds"],
                "n_parameters": est.n_parameters_, "eval_return_mean": held.mean_return,
                "eval_return_std": held.std_return, "eval_episodes": eval_episodes,
                "obs_mean": est.obs_mean_.tolist(), "obs_std": est.obs_std_.tolist(), "history": est.history_}

@@ -449,8 +449,7 @@ class CriticTuner(BaseEstimator):
 
         ars.fit(student._fitted_program(), env_fn, steps=self.n_steps, resume=again, progress=forward)
         final_student = student.with_program(ars.program_)
-        last = ars.history_[-1] if ars.history_ else {"env_steps": 0}
-        end = {"step": int(last["env_steps"]), **self._score(final_student, env_fn),
+        end = {"step": int(ars.env_steps_), **self._score(final_student, env_fn),
                "seconds": earlier + time.perf_counter() - t0}
         better = end["score"] > first["score"]
         self.history_ = [first, end]

@@ -228,3 +228,30 @@ def test_the_alive_bonus_offset_is_added_to_every_step_of_the_search(env_fn) -> 
     offset = _ars(alive_bonus_offset=-1.0).fit("linear", env_fn, iterations=1).history_[0]
     assert offset["env_steps"] == plain["env_steps"]  # the same first episodes
     assert offset["return_mean"] == pytest.approx(plain["return_mean"] - plain["env_steps"] / 8)
+
+
+def test_a_distillation_fine_tuned_by_ars_and_a_resume_from_before_rl_search(tmp_path: Path, teachers) -> None:  # noqa: ANN001
+    """``rl_search='ars'`` in a distillation job; a run whose ``config.json`` predates the setting resumes (a missing
+    setting is its default)."""
+    from distill import METHODS, run_job
+    from interp_rl.errors import DistillInterrupted
+
+    sac = teachers["sac_swimmer"]
+    out = tmp_path / "t"
+    cfg = {"max_terms": 4, "iterations": 1, "steps": 1000, "eval_episodes": 1, "fidelity_steps": 200,
+           "select_episodes": 1, "noise_levels": "", "attribution_states": 0, "rl_steps": 0}
+
+    def stop(row: dict) -> None:
+        if row.get("round") == 0:
+            raise KeyboardInterrupt
+
+    with pytest.raises(DistillInterrupted):
+        run_job(METHODS["linear"], sac, cfg, out, progress=stop)
+    config = json.loads((out / "config.json").read_text())
+    assert config["settings"].pop("rl_search") == "td3"
+    (out / "config.json").write_text(json.dumps(config))
+    with pytest.raises(InterpRLError, match=r"different settings \(rl_search\)"):
+        run_job(METHODS["linear"], sac, {**cfg, "rl_search": "ars"}, out, resume=True)
+    run_job(METHODS["linear"], sac, cfg, out, resume=True)
+    metrics = run_job(METHODS["linear"], sac, {**cfg, "rl_steps": 3000, "rl_search": "ars"}, tmp_path / "ars")
+    assert metrics["rl"]["critic"] == "none" and [h["step"] for h in metrics["rl"]["history"]] == [0, 18000]  # 2 + 16 episodes
