@@ -308,6 +308,10 @@ class ARS(BaseEstimator):
         top = self._validate_params()
         if steps is None and iterations is None:
             raise InterpRLError("ARS.fit needs steps or iterations.")
+        if steps is not None:
+            check_int(steps, "steps", "ARS.fit", low=0)
+        if iterations is not None:
+            check_int(iterations, "iterations", "ARS.fit", low=0)
         if isinstance(program, Controller):
             program = program.program
         dense = self.dense

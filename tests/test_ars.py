@@ -121,9 +121,11 @@ def test_folding_the_normalisation_gives_the_normalised_maps_actions(make) -> No
     np.testing.assert_allclose(again.raw_predict(X), program.raw_predict(X), rtol=1e-12, atol=1e-12)
 
 
-def test_a_program_without_affine_pieces_is_refused(env_fn) -> None:  # noqa: ANN001
+def test_bad_arguments_are_one_line_errors(env_fn) -> None:  # noqa: ANN001
     with pytest.raises(InterpRLError, match="needs steps or iterations"):
         _ars().fit("linear", env_fn)
+    with pytest.raises(InterpRLError, match="The 'steps' parameter of ARS.fit must be an int in"):
+        _ars().fit("linear", env_fn, steps=-1)
     with pytest.raises(InterpRLError, match="'program' parameter of ARS.fit"):
         _ars().fit("tree", env_fn, iterations=1)
 
