@@ -130,6 +130,7 @@ def _train_udrl(env: str, out_dir: Path, steps: int, seed: int, resume: bool, ov
                                     f"{', '.join(sorted(known))}.")
     cfg = UDRLConfig(task=env, steps=steps, out=str(out_dir), seed=seed, estimator=estimator,
                      eval_episodes=eval_episodes, **overrides)
+    cfg.check()
     with Steps(err, terminal=False) as log:
         log.line(f"Training UDRL ({estimator}) on {env} for {steps} steps into {out_dir}")
 
