@@ -14,12 +14,17 @@ from typer.testing import CliRunner
 from envs.udrl import UDRLConfig, train_udrl
 from interp_rl.cli import app
 from interp_rl.errors import InvalidParameterError
+from interp_rl.export import load_python_controller, write_exports
 from interp_rl.kinds.forest import ForestProgram
 from interp_rl.program import load_controller
 
 runner = CliRunner()
 SMALL = {"n_trees": 5, "warmup_episodes": 10, "episodes_per_iter": 10, "buffer_episodes": 50, "top_episodes": 10,
          "eval_episodes": 2, "fit_samples": 5000}
+
+
+def to_python_file(ctrl: Any, folder: Path) -> Path:
+    return write_exports(ctrl, folder, formats=("python",))["python"]
 
 
 def _curve(metrics: dict[str, Any]) -> list[dict[str, Any]]:
@@ -46,6 +51,11 @@ def test_udrl_forest_improves_over_the_random_warm_up(cartpole: tuple[UDRLConfig
     assert ctrl.feature_names == ["cart_position", "cart_velocity", "pole_angle", "pole_angular_velocity",
                                   "desired_return", "desired_horizon"]
     assert ctrl.metadata["command"] == m["command"] and m["command"]["desired_horizon"] > 30
+    # the learned forest exports like any controller: the Python module gives predict's actions bit for bit
+    rng = np.random.default_rng(0)
+    X = np.hstack([rng.normal(size=(300, 4)) * 0.2, rng.uniform(0, 80, size=(300, 1)), rng.uniform(1, 80, (300, 1))])
+    act = load_python_controller(to_python_file(ctrl, Path(cfg.out) / "export"))
+    assert np.array([act(list(x)) for x in X]).tobytes() == ctrl.predict(X).tobytes()
     written = json.loads((Path(cfg.out) / "metrics.json").read_text())
     assert written["eval"] == m["eval"] and len(written["history"]) == len(m["history"])
 
