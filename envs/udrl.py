@@ -228,7 +228,7 @@ class _Runner:
         self.discrete = self.task.discrete
         self.cfg = cfg
         env = self.task.make(cfg.seed, raw_actions=True)
-        space = env.action_space
+        space: Any = env.action_space
         env.close()
         if self.discrete:
             self.n_classes = int(space.n)

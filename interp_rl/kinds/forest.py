@@ -175,7 +175,8 @@ class ForestProgram(ProgramBase):
     def _member(self, controller: Controller, i: int) -> Controller:
         from interp_rl.program import Controller as _Controller
 
-        return _Controller(self.trees[i], controller.features, controller.actions, controller.task)
+        return _Controller(self.trees[i], controller.features, controller.actions,  # type: ignore[arg-type]
+                           controller.task)
 
     def explain(self, controller: Controller, *, precision: int = 3, max_depth: int | None = None,
                 show_trees: int = 2) -> str:
