@@ -26,6 +26,7 @@ from interp_rl.cli import app
 from interp_rl.errors import ExportError
 from interp_rl.export import load_onnx_controller, to_onnx, write_exports
 from interp_rl.kinds.equations import EquationsProgram
+from interp_rl.kinds.forest import ForestProgram
 from interp_rl.kinds.linear import LinearProgram
 from interp_rl.kinds.mixture import MixtureProgram, router_tree
 from interp_rl.kinds.tree import TreeProgram
@@ -113,12 +114,14 @@ TRANSCENDENTAL = {"equations", "equations_constant_action", "mixture_tanh", "mix
 
 def test_every_shipped_kind_is_covered() -> None:
     shipped = {kind for kind, cls in PROGRAMS.items() if cls.__module__.startswith("interp_rl.kinds.")}
-    assert {c.kind for c in ALL.values()} == shipped == {"equations", "linear", "mixture", "tree"}
+    assert {c.kind for c in ALL.values()} == shipped == {"equations", "forest", "linear", "mixture", "tree"}
 
 
 def _trees(prog: Program) -> list[TreeProgram]:
     if isinstance(prog, TreeProgram):
         return [prog]
+    if isinstance(prog, ForestProgram):
+        return prog.trees
     if isinstance(prog, MixtureProgram):
         return [prog.tree] if prog.tree is not None else list(prog.score_trees or [])
     return []

@@ -25,7 +25,8 @@ from interp_rl.errors import InterpRLError
 @app.command()
 @cli_errors(resumable="flag")
 def train(
-    algo: Annotated[str, typer.Option(help="sac, td3, ddpg, tqc, ppo, a2c, trpo, ars or dqn (discrete tasks).")],
+    algo: Annotated[str, typer.Option(
+        help="sac, td3, ddpg, tqc, ppo, a2c, trpo, ars, dqn (discrete tasks) or udrl (upside-down RL).")],
     env: Annotated[str, typer.Option(help="Task id, e.g. InvertedPendulum-v5.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")],
     steps: Annotated[int, typer.Option(help="Total environment steps.")] = 20_000,
@@ -51,6 +52,8 @@ def train(
         help="--algo ars --policy KIND: 'process' (local processes) or 'ray' (Ray tasks).")] = "process",
     ray_address: Annotated[str | None, typer.Option(
         help="With --executor ray: the address of a running Ray cluster [default: start a local one].")] = None,
+    estimator: Annotated[str | None, typer.Option(
+        help="--algo udrl: the behaviour function, forest, extra-trees, tree or nn [default: forest].")] = None,
 ) -> None:
     """Train a teacher with the per-task hyperparameters; checkpoints allow --resume.
 
@@ -58,6 +61,9 @@ def train(
     controller's own parameters and writes a controller folder (--hp sets ARS's n_directions, top_directions,
     step_size, noise, episodes, horizon, normalize, dense, warmup_episodes, alive_bonus_offset); without
     --policy, ARS trains sb3-contrib's policy.
+
+    --algo udrl trains an upside-down RL agent whose behaviour function (a forest of trees by default) is a
+    transparent controller reading the observation and a command (desired return, desired horizon).
     """
     import yaml
 
@@ -70,6 +76,13 @@ def train(
             raise InvalidParameterError(f"--hp expects KEY=VALUE. Got {item!r} instead.")
         key, value = item.split("=", 1)
         overrides[key] = yaml.safe_load(value)
+    if algo.lower() == "udrl":
+        if policy is not None or experts is not None:
+            raise InvalidParameterError("--policy and --experts are for SB3 algorithms; --algo udrl takes --estimator.")
+        _train_udrl(env, out_dir, steps, seed, resume, overrides, estimator or "forest", eval_episodes)
+        return
+    if estimator is not None:
+        raise InvalidParameterError("--estimator chooses the behaviour function of --algo udrl; add --algo udrl.")
     if algo.lower() == "ars" and policy in ARS_KINDS:
         _train_ars_program(policy, env, out_dir, steps=steps, seed=seed, workers=workers, start=start,
                            executor=executor, ray_address=ray_address, resume=resume, settings=overrides,
@@ -167,6 +180,48 @@ def _train_ars_program(kind: str, task: str, out_dir: Path, *, steps: int, seed:
               f"{metrics['wall_seconds']:.1f} s; held-out return {metrics['eval_return_mean']:.1f} "
               f"+- {metrics['eval_return_std']:.1f} over {metrics['eval_episodes']} episodes.")
     out.print(f"Saved the {kind} controller to {out_dir} (interp-rl viz {out_dir} --text).")
+
+
+def _train_udrl(env: str, out_dir: Path, steps: int, seed: int, resume: bool, overrides: dict[str, Any],
+                estimator: str, eval_episodes: int) -> None:
+    """``interp-rl train --algo udrl``: settings from --hp KEY=VALUE (fields of :class:`envs.udrl.UDRLConfig`)."""
+    from dataclasses import fields
+
+    from envs.udrl import UDRLConfig, train_udrl
+    from interp_rl._progress import Steps
+    from interp_rl.errors import InvalidParameterError
+
+    known = {f.name for f in fields(UDRLConfig)} - {"task", "steps", "out", "seed", "estimator", "eval_episodes"}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise InvalidParameterError(f"--hp {unknown[0]} is not a setting of --algo udrl; its settings: "
+                                    f"{', '.join(sorted(known))}.")
+    cfg = UDRLConfig(task=env, steps=steps, out=str(out_dir), seed=seed, estimator=estimator,
+                     eval_episodes=eval_episodes, **overrides)
+    cfg.check()
+    with Steps(err, terminal=False) as log:
+        log.line(f"Training UDRL ({estimator}) on {env} for {steps} steps into {out_dir}")
+
+        def iteration(row: dict[str, Any]) -> None:
+            log.line(f"Step {row['step']} of {steps}: exploration return {_fmt(row['explore_return'])}, "
+                     f"evaluation return {_fmt(row.get('eval_return'))}")
+
+        meta = train_udrl(cfg, resume=resume, on_iteration=iteration)
+    table = Table(title=f"UDRL ({estimator}) on {env}, seed {seed}")
+    for col in ("step", "episodes", "exploration return", "evaluation return"):
+        table.add_column(col, justify="right")
+    for h in meta["history"]:
+        table.add_row(str(h["step"]), str(h["episodes"]), _fmt(h["explore_return"]), _fmt(h.get("eval_return")))
+    out.print(table)
+    cmd = meta["command"]
+    out.print(f"Evaluation at the command desired_return = {cmd['desired_return']:.1f}, desired_horizon = "
+              f"{cmd['desired_horizon']:.1f}: mean return {meta['eval']['mean_return']:.1f} over "
+              f"{meta['eval']['episodes']} episodes.")
+    if meta.get("controller"):
+        size = meta["size"]
+        out.print(f"The behaviour function is a {size.get('trees', 1)}-tree forest ({size['leaves']} leaves) reading "
+                  f"the observation and the command: {out_dir / meta['controller']} (interp-rl viz {out_dir} --text).")
+    out.print(f"Wrote {out_dir / 'metrics.json'} (the learning curve: return against environment steps).")
 
 
 @app.command()
