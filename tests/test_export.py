@@ -34,6 +34,7 @@ from interp_rl.export import (
     write_exports,
 )
 from interp_rl.kinds.equations import EquationsProgram
+from interp_rl.kinds.linear import LinearProgram
 from interp_rl.kinds.tree import TreeProgram
 from interp_rl.program import Controller, Signal, load_controller
 
@@ -138,6 +139,10 @@ def _controllers() -> dict[str, Controller]:
                             coef=np.hstack([coef, [[0.3], [0.0]]]), action_low=[-1.0, -np.inf],
                             action_high=[1.0, np.inf], obs_dim_=5)
     out["equations"] = Controller(prog, features=[Signal(f"f{i}", "rad") for i in range(5)], task="Random-equations")
+    # A linear policy squashed by tanh into its bounds (an imported ARS agent): C library tanh, same order.
+    coef = rng.normal(size=(2, 6)) * (rng.uniform(size=(2, 6)) < 0.7) * 10.0 ** rng.uniform(-3, 0, size=(2, 6))
+    out["linear_tanh"] = Controller(LinearProgram(intercept=[0.2, -0.1], coef=coef, action_low=[-1.0, -0.5],
+                                                  action_high=[1.0, 2.0], squash="tanh"), task="Random-linear")
     return out
 
 
