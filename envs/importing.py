@@ -50,20 +50,17 @@ IMPORT_FILE = "import.json"
 
 
 def _describe(teacher: SB3Teacher) -> str:
-    """``'SAC agent (a neural network: Linear(17, 256), ReLU, ...)'``: what was found, in one phrase."""
+    """``'SAC agent, SACPolicy (actor: Linear(8, 256), ReLU, Linear(256, 256), ReLU, Linear(256, 2), ...)'``."""
     import torch.nn as nn
 
     policy = getattr(teacher.model, "policy", None)
-    net = getattr(policy, "action_net", None)
-    if net is None:
-        net = getattr(getattr(policy, "actor", None), "mu", None) or getattr(getattr(policy, "actor", None),
-                                                                             "latent_pi", None)
-    layers = [m for m in (net.modules() if isinstance(net, nn.Module) else []) if not isinstance(m, nn.Sequential)]
+    net = getattr(policy, "actor", None) or getattr(policy, "action_net", None) or policy
+    layers = [m for m in (net.modules() if isinstance(net, nn.Module) else [])
+              if not list(m.children()) and not isinstance(m, nn.Flatten)]
     shown = ", ".join(f"Linear({m.in_features}, {m.out_features})" if isinstance(m, nn.Linear)
                       else type(m).__name__ for m in layers[:5])
     more = ", ..." if len(layers) > 5 else ""
-    kind = type(policy).__name__ if policy is not None else "no policy"
-    return f"{teacher.algo.upper()} agent with a {kind}" + (f" ({shown}{more})" if shown else "")
+    return f"{teacher.algo.upper()} agent, {type(policy).__name__}" + (f" (actor: {shown}{more})" if shown else "")
 
 
 def _linear_layer(teacher: SB3Teacher) -> tuple[np.ndarray, np.ndarray, bool, bool]:
@@ -74,18 +71,18 @@ def _linear_layer(teacher: SB3Teacher) -> tuple[np.ndarray, np.ndarray, bool, bo
 
     found = _describe(teacher)
     if teacher.algo != "ars":
-        raise TeacherLoadError(f"interp-rl import takes linear agents (sb3-contrib ARS with LinearPolicy); found a "
+        raise TeacherLoadError(f"interp-rl import takes linear agents (sb3-contrib ARS with LinearPolicy); found: "
                                f"{found}.")
     policy = teacher.model.policy
     if teacher.discrete:
-        raise TeacherLoadError(f"interp-rl import takes ARS agents of continuous actions; found an {found} playing "
+        raise TeacherLoadError(f"interp-rl import takes ARS agents of continuous actions; found: {found}, playing "
                                f"one of {teacher.n_classes} classes.")
     net = getattr(policy, "action_net", None)
     layers = list(net) if isinstance(net, nn.Sequential) else []
     linear = len(layers) in (1, 2) and isinstance(layers[0], nn.Linear) and (
         len(layers) == 1 or isinstance(layers[1], nn.Tanh))
     if not linear or not isinstance(policy.features_extractor, FlattenExtractor):
-        raise TeacherLoadError(f"interp-rl import takes linear agents (sb3-contrib ARS with LinearPolicy); found an "
+        raise TeacherLoadError(f"interp-rl import takes linear agents (sb3-contrib ARS with LinearPolicy); found: "
                                f"{found}, which is not linear.")
     squashed = len(layers) == 2
     if squashed != bool(policy.squash_output):  # SB3 unscales exactly when the policy squashes
