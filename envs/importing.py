@@ -105,7 +105,7 @@ def linear_program_of(W: np.ndarray, b: np.ndarray, *, normalizer: ObsNormalizer
     ...                       normalizer=ObsNormalizer(np.array([1.0, 0.0]), np.array([4.0, 1.0]), 10.0, 0.0),
     ...                       squash=False)
     >>> p.coef.tolist(), p.intercept.tolist()
-    [[1.0, 0.0]], [-0.5]
+    ([[1.0, 0.0]], [-0.5])
     """
     W, b = np.asarray(W, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if normalizer is not None:
