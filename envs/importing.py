@@ -42,8 +42,18 @@ from interp_rl.logs import path_sha256
 from interp_rl.program import Controller
 from interp_rl.rollouts import evaluate, run_episodes
 
-__all__ = ["IMPORT_FILE", "Float64Agent", "ImportCheck", "check_import", "controller_from_teacher", "import_agent",
-           "linear_program_of", "normalisation_clip_share"]
+__all__ = [
+    "IMPORT_FILE",
+    "Float64Agent",
+    "ImportCheck",
+    "check_import",
+    "controller_from_teacher",
+    "exact_domain",
+    "import_agent",
+    "import_to_folder",
+    "linear_program_of",
+    "normalisation_clip_share",
+]
 
 #: What ``interp-rl import`` writes beside the controller: the agent's and the controller's returns.
 IMPORT_FILE = "import.json"
@@ -149,10 +159,11 @@ def controller_from_teacher(teacher: SB3Teacher, *, sha256: str = "") -> Control
         "with_bias": with_bias, "squash_output": squashed,
         "normalization": None if norm is None else {"clip_obs": float(norm.clip), "epsilon": float(norm.epsilon)},
     }
-    metadata = {"method": "import", "teacher": provenance,
-                "exact_domain": {"note": "where the VecNormalize clip does not bind; outside, the agent saturates "
-                                         "the feature and the controller does not",
-                                 "lower": [float(v) for v in lo], "upper": [float(v) for v in hi]}}
+    exact = None  # everywhere: no clip to bind
+    if np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)):
+        exact = {"note": "where the VecNormalize clip does not bind; outside, the agent saturates the feature and "
+                         "the controller does not", "lower": [float(v) for v in lo], "upper": [float(v) for v in hi]}
+    metadata = {"method": "import", "teacher": provenance, "exact_domain": exact}
     return Controller(prog, features=features, actions=actions, task=teacher.task, metadata=metadata)
 
 

@@ -104,6 +104,17 @@ def test_folding_vecnormalize_is_exact_where_the_clip_does_not_bind() -> None:
     assert not np.allclose(prog.predict(outside[None]), norm(outside[None]) @ W.T + b)  # the clip binds
 
 
+def test_the_share_of_states_where_the_normalisation_clip_binds() -> None:
+    from envs.importing import exact_domain, normalisation_clip_share
+
+    norm = ObsNormalizer(np.array([0.0, 1.0]), np.array([1.0, 4.0]), 3.0, 0.0)
+    X = np.array([[0.0, 1.0], [2.9, -4.9], [3.1, 1.0], [0.0, 7.5]])
+    assert normalisation_clip_share(norm, X) == 0.5
+    assert normalisation_clip_share(None, X) == 0.0
+    lo, hi = exact_domain(norm, 2)
+    assert lo.tolist() == [-3.0, -5.0] and hi.tolist() == [3.0, 7.0]
+
+
 def test_non_linear_agents_are_refused_with_what_was_found(agents: dict[str, Path]) -> None:
     with pytest.raises(TeacherLoadError, match=r"^interp-rl import takes linear agents \(sb3-contrib ARS with "
                                                r"LinearPolicy\); found: ARS agent, ARSPolicy \(actor: Linear\(3, 4\), "
@@ -131,6 +142,11 @@ def test_import_command_writes_a_controller_folder(agents: dict[str, Path], tmp_
                           controller_from_teacher(load_teacher(agents["normalised_tanh"])).predict(
                               np.array([[1.0, 0.0, 0.5]])))
     assert json.loads((folder / "import.json").read_text())["episodes"] == 3
+    assert np.all(np.array(ctrl.metadata["exact_domain"]["lower"]) < np.array(ctrl.metadata["exact_domain"]["upper"]))
+    raw = CliRunner().invoke(app, ["import", str(agents["raw_clip"]), "--out", str(tmp_path / "r"), "--episodes", "1"])
+    assert raw.exit_code == 0, raw.output
+    text = (tmp_path / "r/controller.json").read_text()
+    assert "Infinity" not in text and json.loads(text)["metadata"]["exact_domain"] is None  # exact everywhere
     bad = CliRunner().invoke(app, ["import", str(agents["mlp"]), "--out", str(tmp_path / "m")])
     assert bad.exit_code == 1
     assert bad.output.count("\n") == 1 and "which is not linear" in bad.output
