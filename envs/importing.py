@@ -98,7 +98,7 @@ def _linear_layer(teacher: SB3Teacher) -> tuple[np.ndarray, np.ndarray, bool, bo
     if squashed != bool(policy.squash_output):  # SB3 unscales exactly when the policy squashes
         raise TeacherLoadError(f"The {found} has a tanh layer but squash_output={policy.squash_output}; its actions "
                                "are not a squashed linear map interp-rl can reproduce.")
-    layer = layers[0]
+    layer: Any = layers[0]
     W = layer.weight.detach().cpu().numpy().astype(np.float64)
     b = (layer.bias.detach().cpu().numpy().astype(np.float64) if layer.bias is not None
          else np.zeros(W.shape[0]))

@@ -73,7 +73,7 @@ def tanh_squash(y: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
     >>> tanh_squash(np.array([[0.0, 100.0]]), np.array([-2.0, -1.0]), np.array([2.0, 1.0])).tolist()
     [[0.0, 1.0]]
     """
-    t = _tanh(np.asarray(y, dtype=np.float64)).astype(np.float64)
+    t = np.asarray(_tanh(np.asarray(y, dtype=np.float64)), dtype=np.float64)
     return low + 0.5 * (t + 1.0) * (high - low)
 
 
