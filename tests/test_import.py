@@ -91,6 +91,7 @@ def test_imported_returns_match_the_agent_on_20_seeds(agents: dict[str, Path], n
     else:
         np.testing.assert_allclose(mine, wide, rtol=1e-12, atol=0)
     assert check.clip_binding_share == 0.0
+    assert len(check.agent_one_by_one_returns) == 20 and check.max_agent_self_difference >= 0.0
 
 
 def test_folding_vecnormalize_is_exact_where_the_clip_does_not_bind() -> None:

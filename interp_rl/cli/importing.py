@@ -44,6 +44,7 @@ def import_(
         ("episodes with the same return", f"{same} of {len(check.seeds)}"),
         ("largest return difference", f"{check.max_return_difference:.3g}"),
         ("largest difference from the float64 agent", f"{check.max_return_difference_float64:.3g}"),
+        ("the agent against itself in batches of 1", f"{check.max_agent_self_difference:.3g}"),
         ("largest action difference", f"{check.max_action_difference:.3g}"),
         ("states where the normalisation clip binds", f"{100 * check.clip_binding_share:.2f}%"),
         ("size", ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in controller.program.size().items())),
