@@ -35,6 +35,7 @@ from interp_rl.export import (
 )
 from interp_rl.kinds.equations import EquationsProgram
 from interp_rl.kinds.forest import COMMAND_FEATURES, ForestProgram
+from interp_rl.kinds.linear import LinearProgram
 from interp_rl.kinds.tree import TreeProgram
 from interp_rl.program import Controller, Signal, load_controller
 
@@ -145,6 +146,10 @@ def _controllers() -> dict[str, Controller]:
                          action_high=[1.0, np.inf])
     out["forest"] = Controller(prog, features=[Signal(f"f{i}", "rad") for i in range(3)] + list(COMMAND_FEATURES),
                                task="Random-forest")
+    # A linear policy squashed by tanh into its bounds (an imported ARS agent): C library tanh, same order.
+    coef = rng.normal(size=(2, 6)) * (rng.uniform(size=(2, 6)) < 0.7) * 10.0 ** rng.uniform(-3, 0, size=(2, 6))
+    out["linear_tanh"] = Controller(LinearProgram(intercept=[0.2, -0.1], coef=coef, action_low=[-1.0, -0.5],
+                                                  action_high=[1.0, 2.0], squash="tanh"), task="Random-linear")
     return out
 
 

@@ -107,9 +107,10 @@ def _others() -> dict[str, Controller]:
             "equations_constant_action": Controller(constant)}
 
 
-ALL = {**{f"tree_{n}" if n != "equations" else n: c for n, c in CONTROLLERS.items()}, **_mixtures(), **_others()}
+ALL = {**{f"tree_{n}" if n not in ("equations", "linear_tanh") else n: c for n, c in CONTROLLERS.items()},
+       **_mixtures(), **_others()}
 #: Kinds whose arithmetic is all + and * (and comparisons): the same doubles, bit for bit.
-TRANSCENDENTAL = {"equations", "equations_constant_action", "mixture_tanh", "mixture_tanh_tree"}
+TRANSCENDENTAL = {"equations", "equations_constant_action", "mixture_tanh", "mixture_tanh_tree", "linear_tanh"}
 
 
 def test_every_shipped_kind_is_covered() -> None:
@@ -165,8 +166,8 @@ def states(prog: Program, n: int = N_STATES, seed: int = 0) -> np.ndarray:
 
 def _term_scale(prog: Program, X: np.ndarray) -> np.ndarray:
     """``(n, act_dim)``: ``|intercept| + sum_t |coef_t| * size(term_t)`` (sin and cos count as 1), or for a squashed
-    mixture the width of the bounds: the size rounding errors are relative to."""
-    if isinstance(prog, MixtureProgram):
+    mixture or linear program the width of the bounds: the size rounding errors are relative to."""
+    if isinstance(prog, (MixtureProgram, LinearProgram)):
         return np.broadcast_to(prog.action_high - prog.action_low, (len(X), prog.act_dim))
     assert isinstance(prog, EquationsProgram)
     size = np.ones((len(X), len(prog.terms)))
