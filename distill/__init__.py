@@ -14,6 +14,8 @@ A distiller receives a teacher (:class:`interp_rl.teachers.Teacher`) and an envi
 - :class:`DAgger`: learns any student from a teacher (behaviour cloning with ``n_iter=0``),
   with VIPER-style critic weighting for teachers that have a Q-function.
 - :class:`LeafTuner`: tunes a tree's leaves on the real return (augmented random search).
+- :class:`ARS` and :func:`run_ars_job`: augmented random search (V2-t) over a linear policy's, a tree's or a
+  mixture's own parameters, on several workers, resumable (``interp-rl train --algo ars --policy KIND``).
 - :mod:`distill.prune`: cost-complexity pruning, pruning to a leaf budget, merging look-alike leaves.
 - :class:`Distillation` and :func:`run_job`: a method's whole estimator and the job behind
   ``interp-rl distill METHOD``; :data:`METHODS` is the registry of methods.
@@ -21,6 +23,7 @@ A distiller receives a teacher (:class:`interp_rl.teachers.Teacher`) and an envi
   when there is no teacher (``interp-rl distill METHOD --data LOG``), judged on a held-out part of it.
 """
 
+from distill.ars import ARS, run_ars_job
 from distill.dagger import DAgger
 from distill.finetune import LeafTuner
 from distill.job import Distillation, run_job
@@ -37,6 +40,7 @@ from distill.subset import FeatureSubset
 from distill.tree import TreePolicy
 
 __all__ = [
+    "ARS",
     "METHODS",
     "CriticTuner",
     "DAgger",
@@ -59,6 +63,7 @@ __all__ = [
     "prune",
     "prune_to_leaves",
     "register_method",
+    "run_ars_job",
     "run_job",
 ]
 

@@ -542,6 +542,7 @@ def run_job(
         )
     if resume and (out / CONFIG_FILE).is_file():
         saved = json.loads((out / CONFIG_FILE).read_text()).get("settings", {})
+        saved = {**{k: v for k, v in method.defaults().items() if k not in saved}, **saved}  # settings added since
         diff = sorted(k for k in (set(saved) | set(resolved)) - SPEED_ONLY if saved.get(k) != resolved.get(k))
         if diff:
             raise InterpRLError(f"Cannot resume {str(out)!r} with different settings ({', '.join(diff)}).")

@@ -123,6 +123,8 @@ def _rl_options() -> tuple[Option, ...]:
     return (
         Option("rl_steps", ("rl__n_steps",), "Fine-tune on the return for this many transitions with an "
                "actor-critic warm-started from the teacher's critic (0: off).", int),
+        Option("rl_search", ("rl__search",), "How --rl-steps searches the pieces: 'td3' (actor-critic) or 'ars' "
+               "(augmented random search, V2-t, no critic).", str),
         Option("rl_critic", ("rl__critic",), "'auto' (start from the teacher's Q-networks or value network "
                "when it has one), 'teacher' or 'new'.", str),
         Option("rl_warmup", ("rl__critic_warmup",), "Transitions during which only the critic learns."),

@@ -273,6 +273,10 @@ class CriticTuner(BaseEstimator):
         Replay capacity.
     seed : int, default=0
         Seeds the episodes, the noise and the batches.
+    search : {'td3', 'ars'}, default='td3'
+        How the pieces are searched: TD3 as described above, or augmented random search
+        (:class:`distill.ars.ARS`, V2-t with its default settings, ``n_steps`` environment steps, no critic;
+        the start and the end are scored on the held-out episodes and the better one is kept).
     checkpoint_dir : str or Path, default=None
         Where the whole state (controller, critic, optimisers, replay, random generators, the episodes in
         flight) is saved at every evaluation, as JSON and ``.npz`` (no pickle); ``fit(..., resume=True)``
@@ -329,6 +333,7 @@ class CriticTuner(BaseEstimator):
         actor_units: str = "features",
         buffer_size: int = 300_000,
         seed: int = 0,
+        search: str = "td3",
         checkpoint_dir: str | Path | None = None,
     ) -> None:
         self.n_steps = n_steps
@@ -351,6 +356,7 @@ class CriticTuner(BaseEstimator):
         self.actor_units = actor_units
         self.buffer_size = buffer_size
         self.seed = seed
+        self.search = search
         self.checkpoint_dir = checkpoint_dir
 
     def _validate_params(self) -> None:
@@ -376,6 +382,7 @@ class CriticTuner(BaseEstimator):
         check_choice(self.actor_units, "actor_units", owner, ("features", "raw"))
         check_int(self.buffer_size, "buffer_size", owner)
         check_int(self.seed, "seed", owner, low=0)
+        check_choice(self.search, "search", owner, ("td3", "ars"))
 
     def _critic_source(self, teacher: Teacher) -> str:
         model = getattr(teacher, "model", None)
@@ -399,8 +406,11 @@ class CriticTuner(BaseEstimator):
         """
         self._validate_params()
         check_teacher(teacher, "CriticTuner")
-        self.critic_source_ = self._critic_source(teacher)
         env_fn = env_fn if env_fn is not None else teacher.env_fn
+        if self.search == "ars":
+            self._fit_ars(student, env_fn, progress, resume)
+            return self
+        self.critic_source_ = self._critic_source(teacher)
         program = student._fitted_program()
         try:
             pieces = program.affine_pieces()
@@ -414,7 +424,43 @@ class CriticTuner(BaseEstimator):
     def _config(self) -> dict[str, Any]:
         params = self.get_params()
         params.pop("checkpoint_dir", None)
+        if params.get("search") == "td3":  # the states saved before there was a choice stay resumable
+            params.pop("search")
         return params
+
+    def _fit_ars(self, student: Any, env_fn: EnvFn, progress: Callable[[dict[str, Any]], None] | None,
+                 resume: bool) -> None:
+        """``search='ars'``: :class:`distill.ars.ARS` over the student's program for ``n_steps`` environment steps,
+        its state in ``checkpoint_dir/ars``; the start and the end scored on the held-out episodes, the better kept."""
+        from distill.ars import ARS
+        from distill.ars import STATE_JSON as ARS_STATE
+
+        ckpt = Path(self.checkpoint_dir) / "ars" if self.checkpoint_dir is not None else None
+        t0 = time.perf_counter()
+        first = {"step": 0, **self._score(student, env_fn), "seconds": 0.0}
+        ars = ARS(seed=self.seed, checkpoint_dir=ckpt)
+        again = resume and ckpt is not None and (ckpt / ARS_STATE).is_file()
+        saved = json.loads((ckpt / ARS_STATE).read_text()) if again else None  # type: ignore[operator]
+        earlier = float(saved["history"][-1]["seconds"]) if saved and saved["history"] else 0.0
+
+        def forward(row: dict[str, Any]) -> None:
+            if progress is not None:
+                progress({"phase": "fine-tune", "step": row["env_steps"], "return_mean": row["return_mean"]})
+
+        ars.fit(student._fitted_program(), env_fn, steps=self.n_steps, resume=again, progress=forward)
+        final_student = student.with_program(ars.program_)
+        end = {"step": int(ars.env_steps_), **self._score(final_student, env_fn),
+               "seconds": earlier + time.perf_counter() - t0}
+        better = end["score"] > first["score"]
+        self.history_ = [first, end]
+        self.initial_return_ = first["return_mean"]
+        self.best_return_ = end["return_mean"] if better else first["return_mean"]
+        self.critic_source_, self.critic_, self.gamma_ = "none", None, None
+        self.feature_scale_ = np.ones(student._fitted_program().obs_dim)
+        self.resumed_from_ = int(saved["env_steps"]) if saved else None
+        self.earlier_seconds_ = earlier
+        self.final_student_ = final_student
+        self.student_ = final_student if better else student
 
     def _read_state(self, ckpt: Path, start_key: str) -> tuple[dict[str, Any], Any]:
         """The saved state (JSON and arrays), checked: same settings, same starting controller, files that agree."""

@@ -247,6 +247,33 @@ TASKS: dict[str, Task] = {
                              Signal("coast", "score", "class 1: do not accelerate"),
                              Signal("accelerate_right", "score", "class 2: accelerate to the right")),
              max_episode_steps=200, discrete=True),
+        Task("Acrobot-v1", "Classic acrobot (not MuJoCo, discrete): swing the free end of a two-link chain above a "
+             "line by torque at the middle joint.",
+             static_obs=(Signal("cos_theta1", "1", "cos of the first link's angle (1 = hanging down)"),
+                         Signal("sin_theta1", "1", "sin of the first link's angle"),
+                         Signal("cos_theta2", "1", "cos of the second link's angle relative to the first"),
+                         Signal("sin_theta2", "1", "sin of the second link's relative angle"),
+                         Signal("theta1_dot", "rad/s", "first link's angular velocity"),
+                         Signal("theta2_dot", "rad/s", "second link's relative angular velocity")),
+             static_actions=(Signal("torque_negative", "score", "class 0: torque -1 at the middle joint"),
+                             Signal("torque_zero", "score", "class 1: no torque"),
+                             Signal("torque_positive", "score", "class 2: torque +1 at the middle joint")),
+             max_episode_steps=500, discrete=True),
+        Task("LunarLander-v3", "Box2D lunar lander (not MuJoCo, discrete; needs the box2d extra): land between the "
+             "flags by firing the main and side engines.",
+             static_obs=(Signal("x", "1", "horizontal position (pad at 0)"),
+                         Signal("y", "1", "height above the pad"),
+                         Signal("x_velocity", "1/s", "horizontal velocity"),
+                         Signal("y_velocity", "1/s", "vertical velocity"),
+                         Signal("angle", "rad", "lander angle"),
+                         Signal("angular_velocity", "rad/s", "lander angular velocity"),
+                         Signal("left_leg_contact", "1", "1 when the left leg touches the ground"),
+                         Signal("right_leg_contact", "1", "1 when the right leg touches the ground")),
+             static_actions=(Signal("noop", "score", "class 0: fire no engine"),
+                             Signal("fire_left", "score", "class 1: fire the left orientation engine"),
+                             Signal("fire_main", "score", "class 2: fire the main engine"),
+                             Signal("fire_right", "score", "class 3: fire the right orientation engine")),
+             max_episode_steps=1000, discrete=True),
     ]
 }
 _ZOO_ALIASES = {z: t.id for t in TASKS.values() for z in t.zoo_ids}

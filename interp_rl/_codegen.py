@@ -12,7 +12,7 @@ Two audiences, two sets of helpers:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 __all__ = [
     "WIDTH",
@@ -86,6 +86,13 @@ def assignment(indent: str, target: str, parts: list[str], end: str, *, python: 
 
 
 # ------------------------------------------------------------------------------ text
+def tanh_squash_lines(low: Iterable[float], high: Iterable[float], *, python: bool) -> list[str]:
+    """``y0 = low + 0.5 * (tanh(y0) + 1.0) * (high - low)`` per action: the ``squash="tanh"`` step."""
+    end, tanh = ("", "math.tanh") if python else (";", "tanh")
+    return [f"y{o} = {lit(lo)} + 0.5 * ({tanh}(y{o}) + 1.0) * ({lit(hi)} - {lit(lo)}){end}"
+            for o, (lo, hi) in enumerate(zip(low, high, strict=True))]
+
+
 def fixed(v: float, precision: int) -> str:
     """``v`` with ``precision`` decimals; never ``-0``; tiny non-zero values keep significant digits.
 

@@ -133,6 +133,12 @@ class OnnxGraph:
             y = self.op("Add", self.const(intercept) if y is None else y, term)
         return y if y is not None else self.rows(intercept)
 
+    def tanh_squash(self, y: str, low: np.ndarray, high: np.ndarray) -> str:
+        """``(N, k)``: ``low + 0.5 * (tanh(y) + 1.0) * (high - low)`` in that order (the ``squash="tanh"`` step)."""
+        low, high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+        half = self.op("Mul", self.const(0.5), self.op("Add", self.op("Tanh", y), self.const(1.0)))
+        return self.op("Add", self.const(low), self.op("Mul", half, self.const(high - low)))
+
     def gathered_affine(self, index: str, intercept: np.ndarray, coef: np.ndarray) -> str:
         """``(N, k)``: row ``i`` is piece ``p = index[i]``'s affine map, ``y = intercept[p]`` then
         ``y = y + coef[p, :, j] * obs[i, j]`` for every feature ``j`` that some piece uses, ascending

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from interp_rl.errors import InterpRLError
 
-__all__ = ["leave_with_parent", "side_by_side", "usable_cpus"]
+__all__ = ["leave_with_parent", "ray_map", "side_by_side", "usable_cpus"]
 
 T = TypeVar("T")
 Progress = Callable[[dict[str, Any]], None]
@@ -133,3 +133,30 @@ def side_by_side(tasks: Sequence[Callable[[Progress | None], T]], jobs: int,
             proc.join()
             conn.close()
     return [results[i] for i in range(len(tasks))]
+
+
+def ray_map(fn: Callable[[Any], T], args: Sequence[Any], *, workers: int, address: str | None = None) -> list[T]:
+    """``[fn(a) for a in args]`` as Ray tasks (one CPU each), results in order: on the cluster at ``address``, on
+    the Ray instance this process already joined, or else on a local one of ``workers`` CPUs started (and left
+    running, for the next call) here. ``fn`` and ``args`` travel by cloudpickle; a task's exception is raised
+    here as itself."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    try:
+        import ray
+    except ImportError:
+        raise InterpRLError("--executor ray needs Ray, an optional extra: pip install 'interp-rl[ray]'.") from None
+    if not ray.is_initialized():
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+        if address:
+            ray.init(address=address, **kwargs)
+        else:
+            ray.init(num_cpus=max(1, workers), **kwargs)
+    task = ray.remote(num_cpus=1, max_retries=0)(fn)
+    refs = [task.remote(a) for a in args]
+    try:
+        return list(ray.get(refs))
+    except Exception as exc:  # a RayTaskError wraps the task's own exception
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, BaseException):
+            raise cause from exc
+        raise

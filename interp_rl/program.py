@@ -49,14 +49,32 @@ __all__ = [
     "Program",
     "ProgramBase",
     "Region",
+    "SQUASHES",
     "Signal",
     "load_controller",
+    "tanh_squash",
     "unit_note",
     "register_program",
 ]
 
 FORMAT = "interp-rl-controller"
 FORMAT_VERSION = 1
+
+#: How a piece's affine output becomes the action before the final clip (linear and mixture kinds).
+SQUASHES = ("clip", "tanh")
+
+_tanh = np.frompyfunc(math.tanh, 1, 1)  # the C library's tanh, as the exported Python and C call it
+
+
+def tanh_squash(y: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """``low + 0.5 * (tanh(y) + 1.0) * (high - low)`` with the C library's ``tanh``, in that order: the
+    ``squash="tanh"`` step (SAC's and ARS's squashed actions mapped into finite bounds).
+
+    >>> tanh_squash(np.array([[0.0, 100.0]]), np.array([-2.0, -1.0]), np.array([2.0, 1.0])).tolist()
+    [[0.0, 1.0]]
+    """
+    t = np.asarray(_tanh(np.asarray(y, dtype=np.float64)), dtype=np.float64)
+    return low + 0.5 * (t + 1.0) * (high - low)
 
 
 @dataclass(frozen=True)
@@ -380,6 +398,18 @@ class ProgramBase:
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Actions ``(n, act_dim)`` for raw observations ``X`` ``(n, obs_dim)``."""
         return self.clip(self.raw_predict(np.asarray(X, dtype=np.float64)))
+
+    def _check_squash(self, squash: str) -> None:
+        if squash not in SQUASHES:
+            raise ControllerFormatError(f"squash must be one of {', '.join(SQUASHES)}; got {squash!r}.")
+        if squash == "tanh" and not (np.all(np.isfinite(self.action_low)) and np.all(np.isfinite(self.action_high))):
+            raise ControllerFormatError("squash='tanh' maps into the action bounds, so every bound must be finite.")
+
+    def squash_note(self, controller: Controller, fmt: Any) -> str:
+        """``actions are squashed into their bounds: torque = -1 + 2 * (tanh(z(torque)) + 1) / 2, ...``."""
+        parts = [f"{a.label} = {fmt(float(lo))} + {fmt(float(hi - lo))} * (tanh(z({a.label})) + 1) / 2"
+                 for a, lo, hi in zip(controller.actions, self.action_low, self.action_high, strict=True)]
+        return "actions are squashed into their bounds: " + ", ".join(parts)
 
     def clip_note(self, controller: Controller, fmt: Any) -> str | None:
         """``actions are clipped to a in [lo, hi], ...`` for the actions with a finite bound."""

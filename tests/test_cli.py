@@ -56,7 +56,7 @@ def test_envs_show_json_matches_the_registry() -> None:
         (["envs", "show", "Hoper-v5"],
          "Error: Unknown task 'Hoper-v5'. Did you mean 'Hopper-v5', 'Hopper-v4', 'Hopper-v3'? Known tasks: "
          "HalfCheetah-v5, Hopper-v5, Walker2d-v5, Swimmer-v5, Ant-v5, Reacher-v5, InvertedPendulum-v5, "
-         "InvertedDoublePendulum-v5, Humanoid-v5, Pendulum-v1, CartPole-v1, MountainCar-v0."),
+         "InvertedDoublePendulum-v5, Humanoid-v5, Pendulum-v1, CartPole-v1, MountainCar-v0, Acrobot-v1, LunarLander-v3."),
         (["envs", "show", "Walker2d-v5", "--layout", "v9"],
          "Error: The 'obs_layout' parameter of Walker2d-v5 must be one of default. Got 'v9' instead."),
         (["evaluate", "missing.zip"], "Error: Teacher file 'missing.zip' does not exist."),
@@ -67,7 +67,7 @@ def test_envs_show_json_matches_the_registry() -> None:
         (["train", "--algo", "sac", "--env", "Hopper-v99", "--out", "unused", "--steps", "5"],
          "Error: Unknown task 'Hopper-v99'. Did you mean 'Hopper-v5', 'Hopper-v4', 'Hopper-v3'? Known tasks: "
          "HalfCheetah-v5, Hopper-v5, Walker2d-v5, Swimmer-v5, Ant-v5, Reacher-v5, InvertedPendulum-v5, "
-         "InvertedDoublePendulum-v5, Humanoid-v5, Pendulum-v1, CartPole-v1, MountainCar-v0."),
+         "InvertedDoublePendulum-v5, Humanoid-v5, Pendulum-v1, CartPole-v1, MountainCar-v0, Acrobot-v1, LunarLander-v3."),
         (["train", "--algo", "sac", "--env", "Hopper-v5", "--out", "unused", "--hp", "oops"],
          "Error: --hp expects KEY=VALUE. Got 'oops' instead."),
         (["evaluate", "--algo", "sac", "--env", "Hopper-v3"],

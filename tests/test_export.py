@@ -34,6 +34,8 @@ from interp_rl.export import (
     write_exports,
 )
 from interp_rl.kinds.equations import EquationsProgram
+from interp_rl.kinds.forest import COMMAND_FEATURES, ForestProgram
+from interp_rl.kinds.linear import LinearProgram
 from interp_rl.kinds.tree import TreeProgram
 from interp_rl.program import Controller, Signal, load_controller
 
@@ -138,6 +140,16 @@ def _controllers() -> dict[str, Controller]:
                             coef=np.hstack([coef, [[0.3], [0.0]]]), action_low=[-1.0, -np.inf],
                             action_high=[1.0, np.inf], obs_dim_=5)
     out["equations"] = Controller(prog, features=[Signal(f"f{i}", "rad") for i in range(5)], task="Random-equations")
+    # A forest of constant-leaf trees (one of them a single leaf) reading an observation and a command.
+    members = [random_tree(rng, depth, 5, 2) for depth in (1, 3, 4, 0)]
+    prog = ForestProgram([t.replace(coef=np.zeros_like(t.coef)) for t in members], action_low=[-1.0, -np.inf],
+                         action_high=[1.0, np.inf])
+    out["forest"] = Controller(prog, features=[Signal(f"f{i}", "rad") for i in range(3)] + list(COMMAND_FEATURES),
+                               task="Random-forest")
+    # A linear policy squashed by tanh into its bounds (an imported ARS agent): C library tanh, same order.
+    coef = rng.normal(size=(2, 6)) * (rng.uniform(size=(2, 6)) < 0.7) * 10.0 ** rng.uniform(-3, 0, size=(2, 6))
+    out["linear_tanh"] = Controller(LinearProgram(intercept=[0.2, -0.1], coef=coef, action_low=[-1.0, -0.5],
+                                                  action_high=[1.0, 2.0], squash="tanh"), task="Random-linear")
     return out
 
 
@@ -147,13 +159,13 @@ CONTROLLERS = _controllers()
 def _thresholds(prog: TreeProgram) -> dict[int, list[float]]:
     """Per feature: every split threshold and its neighbours one ulp away."""
     found: dict[int, list[float]] = {}
-    if not isinstance(prog, TreeProgram):
-        return found
-    for node in np.flatnonzero(prog.left >= 0):
-        t = float(prog.threshold[node])
-        found.setdefault(int(prog.feature[node]), []).extend(
-            [t, math.nextafter(t, -math.inf), math.nextafter(t, math.inf)]
-        )
+    trees = prog.trees if isinstance(prog, ForestProgram) else [prog] if isinstance(prog, TreeProgram) else []
+    for tree in trees:
+        for node in np.flatnonzero(tree.left >= 0):
+            t = float(tree.threshold[node])
+            found.setdefault(int(tree.feature[node]), []).extend(
+                [t, math.nextafter(t, -math.inf), math.nextafter(t, math.inf)]
+            )
     return found
 
 

@@ -36,7 +36,7 @@ def test_registry_lists_the_expected_tasks() -> None:
     assert _ids(ALL_TASKS) == [
         "HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Swimmer-v5", "Ant-v5", "Reacher-v5",
         "InvertedPendulum-v5", "InvertedDoublePendulum-v5", "Humanoid-v5", "Pendulum-v1", "CartPole-v1",
-        "MountainCar-v0",
+        "MountainCar-v0", "Acrobot-v1", "LunarLander-v3",
     ]
 
 

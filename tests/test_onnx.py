@@ -26,6 +26,7 @@ from interp_rl.cli import app
 from interp_rl.errors import ExportError
 from interp_rl.export import load_onnx_controller, to_onnx, write_exports
 from interp_rl.kinds.equations import EquationsProgram
+from interp_rl.kinds.forest import ForestProgram
 from interp_rl.kinds.linear import LinearProgram
 from interp_rl.kinds.mixture import MixtureProgram, router_tree
 from interp_rl.kinds.tree import TreeProgram
@@ -106,17 +107,18 @@ def _others() -> dict[str, Controller]:
             "equations_constant_action": Controller(constant)}
 
 
-ALL = {**{f"tree_{n}" if n != "equations" else n: c for n, c in CONTROLLERS.items()}, **_mixtures(), **_others()}
+ALL = {**{f"tree_{n}" if n not in ("equations", "linear_tanh") else n: c for n, c in CONTROLLERS.items()},
+       **_mixtures(), **_others()}
 #: Shipped kinds with no ONNX form (their export refuses it in one line).
 WITHOUT_ONNX = {"oblique"}
 #: Kinds whose arithmetic is all + and * (and comparisons): the same doubles, bit for bit.
-TRANSCENDENTAL = {"equations", "equations_constant_action", "mixture_tanh", "mixture_tanh_tree"}
+TRANSCENDENTAL = {"equations", "equations_constant_action", "mixture_tanh", "mixture_tanh_tree", "linear_tanh"}
 
 
 def test_every_shipped_kind_is_covered() -> None:
     shipped = {kind for kind, cls in PROGRAMS.items() if cls.__module__.startswith("interp_rl.kinds.")
                and kind not in WITHOUT_ONNX}
-    assert {c.kind for c in ALL.values()} == shipped == {"equations", "linear", "mixture", "tree"}
+    assert {c.kind for c in ALL.values()} == shipped == {"equations", "forest", "linear", "mixture", "tree"}
 
 
 def test_oblique_trees_have_no_onnx_form_yet() -> None:
@@ -130,6 +132,8 @@ def test_oblique_trees_have_no_onnx_form_yet() -> None:
 def _trees(prog: Program) -> list[TreeProgram]:
     if isinstance(prog, TreeProgram):
         return [prog]
+    if isinstance(prog, ForestProgram):
+        return prog.trees
     if isinstance(prog, MixtureProgram):
         return [prog.tree] if prog.tree is not None else list(prog.score_trees or [])
     return []
@@ -173,8 +177,8 @@ def states(prog: Program, n: int = N_STATES, seed: int = 0) -> np.ndarray:
 
 def _term_scale(prog: Program, X: np.ndarray) -> np.ndarray:
     """``(n, act_dim)``: ``|intercept| + sum_t |coef_t| * size(term_t)`` (sin and cos count as 1), or for a squashed
-    mixture the width of the bounds: the size rounding errors are relative to."""
-    if isinstance(prog, MixtureProgram):
+    mixture or linear program the width of the bounds: the size rounding errors are relative to."""
+    if isinstance(prog, (MixtureProgram, LinearProgram)):
         return np.broadcast_to(prog.action_high - prog.action_low, (len(X), prog.act_dim))
     assert isinstance(prog, EquationsProgram)
     size = np.ones((len(X), len(prog.terms)))

@@ -12,7 +12,7 @@ from interp_rl.errors import InterpRLError, UnknownTaskError
 
 KNOWN = (
     "Known tasks: HalfCheetah-v5, Hopper-v5, Walker2d-v5, Swimmer-v5, Ant-v5, Reacher-v5, "
-    "InvertedPendulum-v5, InvertedDoublePendulum-v5, Humanoid-v5, Pendulum-v1, CartPole-v1, MountainCar-v0."
+    "InvertedPendulum-v5, InvertedDoublePendulum-v5, Humanoid-v5, Pendulum-v1, CartPole-v1, MountainCar-v0, Acrobot-v1, LunarLander-v3."
 )
 
 

@@ -377,6 +377,27 @@ def test_mixture_routers_agree_on_regions() -> None:
             assert m in inside
 
 
+@pytest.mark.parametrize(("then", "status"), [("a0 <= 0.99", "proved"), ("a0 <= 0.98", "refuted"),
+                                             ("a1 >= -0.9", "proved"), ("a1 > -0.85", "refuted")])
+def test_tanh_squashed_linear_programs_verify(then: str, status: str) -> None:
+    """An imported ARS agent's form: a0 = tanh(2 x0 + 0.5 x1) in [-1, 1], a1 = -1 + 1.5 (tanh(x1 - 0.25) + 1) / 2;
+    on [-1, 1]^2 a0 peaks at tanh(2.5) = 0.9866 and a1 bottoms at -1 + 0.75 (tanh(-1.25) + 1) = -0.886, so
+    the rules are decided, and every refutation's state breaks the rule."""
+    from interp_rl.kinds.linear import LinearProgram
+
+    prog = LinearProgram(intercept=[0.0, -0.25], coef=[[2.0, 0.5], [0.0, 1.0]], action_low=[-1.0, -1.0],
+                         action_high=[1.0, 0.5], squash="tanh")
+    ctrl = Controller(prog, [Signal("x0"), Signal("x1")], [Signal("a0"), Signal("a1")])
+    text = ('[domain]\nfrom = "given"\nfeatures = {x0 = [-1, 1], x1 = [-1, 1]}\n[[property]]\nname = "p"\n'
+            f"then = {json.dumps([then])}\n")
+    (v,) = verify(ctrl, text).verdicts
+    assert v.status == status, (then, v)
+    if status == "refuted":
+        state = v.counterexample.state
+        rule = parse_properties(text, features=ctrl.features, actions=ctrl.actions).properties[0].then[0]
+        assert not rule.holds(state[None, :], prog.predict(state[None, :]))[0]
+
+
 # ----------------------------------------------------------------------------- the command line
 def test_verify_command(tmp_path: Path) -> None:
     from typer.testing import CliRunner

@@ -6,13 +6,23 @@ library errors into a one-line message on stderr with exit status 1 (:func:`~int
 
 from __future__ import annotations
 
-from interp_rl.cli import bench, diagnose, distill, dynamics, inspect, tasks, train, verify  # noqa: F401 - registers them
+from interp_rl.cli import (  # noqa: F401 - registers them
+    bench,
+    diagnose,
+    distill,
+    dynamics,
+    importing,
+    inspect,
+    tasks,
+    train,
+    verify,
+)
 from interp_rl.cli._app import app
 
 __all__ = ["app", "main"]
 
 #: The order ``interp-rl --help`` lists the commands in: a user's workflow (the groups follow).
-ORDER = ("train", "evaluate", "viz", "explain", "export", "verify", "diagnose", "bench", "report", "demo")
+ORDER = ("train", "evaluate", "import", "viz", "explain", "export", "verify", "diagnose", "bench", "report", "demo")
 app.registered_commands.sort(key=lambda c: ORDER.index(c.name or c.callback.__name__))  # type: ignore[union-attr]
 
 

@@ -25,7 +25,8 @@ from interp_rl.errors import InterpRLError
 @app.command()
 @cli_errors(resumable="flag")
 def train(
-    algo: Annotated[str, typer.Option(help="sac, td3, ddpg, tqc, ppo, a2c, trpo, ars or dqn (discrete tasks).")],
+    algo: Annotated[str, typer.Option(
+        help="sac, td3, ddpg, tqc, ppo, a2c, trpo, ars, dqn (discrete tasks) or udrl (upside-down RL).")],
     env: Annotated[str, typer.Option(help="Task id, e.g. InvertedPendulum-v5.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")],
     steps: Annotated[int, typer.Option(help="Total environment steps.")] = 20_000,
@@ -42,8 +43,28 @@ def train(
         help="'moe': the actor is a mixture of linear experts (SMOSE; sac, ppo, a2c, trpo), written out as "
              "controller.json too [default: the per-task policy].")] = None,
     experts: Annotated[int | None, typer.Option(help="Experts of --policy moe [default: 8].")] = None,
+    workers: Annotated[int, typer.Option(
+        help="--algo ars --policy KIND: processes (or Ray tasks) the directions are spread over.")] = 1,
+    start: Annotated[Path | None, typer.Option(
+        help="--algo ars --policy KIND: the controller folder to search from (needed for tree and mixture; "
+             "linear starts from zeros without it).")] = None,
+    executor: Annotated[str, typer.Option(
+        help="--algo ars --policy KIND: 'process' (local processes) or 'ray' (Ray tasks).")] = "process",
+    ray_address: Annotated[str | None, typer.Option(
+        help="With --executor ray: the address of a running Ray cluster [default: start a local one].")] = None,
+    estimator: Annotated[str | None, typer.Option(
+        help="--algo udrl: the behaviour function, forest, extra-trees, tree or nn [default: forest].")] = None,
 ) -> None:
-    """Train a teacher with the per-task hyperparameters; checkpoints allow --resume."""
+    """Train a teacher with the per-task hyperparameters; checkpoints allow --resume.
+
+    With --algo ars --policy linear|tree|mixture, augmented random search (V2-t) searches a transparent
+    controller's own parameters and writes a controller folder (--hp sets ARS's n_directions, top_directions,
+    step_size, noise, episodes, horizon, normalize, dense, warmup_episodes, alive_bonus_offset); without
+    --policy, ARS trains sb3-contrib's policy.
+
+    --algo udrl trains an upside-down RL agent whose behaviour function (a forest of trees by default) is a
+    transparent controller reading the observation and a command (desired return, desired horizon).
+    """
     import yaml
 
     from envs.training import TrainConfig, train_teacher
@@ -55,6 +76,22 @@ def train(
             raise InvalidParameterError(f"--hp expects KEY=VALUE. Got {item!r} instead.")
         key, value = item.split("=", 1)
         overrides[key] = yaml.safe_load(value)
+    if algo.lower() == "udrl":
+        if policy is not None or experts is not None:
+            raise InvalidParameterError("--policy and --experts are for SB3 algorithms; --algo udrl takes --estimator.")
+        _train_udrl(env, out_dir, steps, seed, resume, overrides, estimator or "forest", eval_episodes)
+        return
+    if estimator is not None:
+        raise InvalidParameterError("--estimator chooses the behaviour function of --algo udrl; add --algo udrl.")
+    if algo.lower() == "ars" and policy in ARS_KINDS:
+        _train_ars_program(policy, env, out_dir, steps=steps, seed=seed, workers=workers, start=start,
+                           executor=executor, ray_address=ray_address, resume=resume, settings=overrides,
+                           eval_episodes=eval_episodes)
+        return
+    for name, value, default in (("--workers", workers, 1), ("--start", start, None), ("--executor", executor,
+                                 "process"), ("--ray-address", ray_address, None)):
+        if value != default:
+            raise InvalidParameterError(f"{name} is an option of --algo ars --policy {'|'.join(ARS_KINDS)}.")
     if policy is not None:
         overrides["policy"] = policy
     if experts is not None:
@@ -98,6 +135,93 @@ def train(
                   f"(interp-rl viz {out_dir} --text).")
 
 
+
+
+ARS_KINDS = ("linear", "tree", "mixture")
+
+
+def _train_ars_program(kind: str, task: str, out_dir: Path, *, steps: int, seed: int, workers: int,
+                       start: Path | None, executor: str, ray_address: str | None, resume: bool,
+                       settings: dict[str, Any], eval_episodes: int) -> None:
+    """``train --algo ars --policy KIND``: :func:`distill.ars.run_ars_job` on the task's environment."""
+    from distill.ars import ARS, run_ars_job
+    from envs import env_factory, task_signals
+    from interp_rl.errors import InvalidParameterError
+    from interp_rl.program import load_controller
+
+    allowed = ("n_directions", "top_directions", "step_size", "noise", "episodes", "horizon", "normalize", "dense",
+               "warmup_episodes", "alive_bonus_offset")
+    for key in settings:
+        if key not in allowed:
+            raise InvalidParameterError(f"--hp {key} is not a setting of --algo ars --policy {kind}; use one of "
+                                        f"{', '.join(allowed)}.")
+    if start is not None:
+        origin: Any = load_controller(start)
+        if origin.program.kind != kind:
+            raise InvalidParameterError(f"--start holds a {origin.program.kind} controller; --policy is {kind}.")
+    elif kind == "linear":
+        origin = "linear"
+    else:
+        raise InvalidParameterError(f"--policy {kind} searches a {kind} controller's pieces: give --start, a "
+                                    f"{kind} controller folder (interp-rl distill makes one).")
+    ars = ARS(seed=seed, n_workers=workers, executor=executor, ray_address=ray_address, **settings)
+    features, actions = task_signals(task)
+    env_fn = env_factory(task)
+    err.print(f"ARS over a {kind} controller on {task} for {steps} steps into {out_dir} ({workers} "
+              f"{'Ray tasks' if executor == 'ray' else 'processes'})")
+
+    def line(row: dict[str, Any]) -> None:
+        err.print(f"Iteration {row['iteration']}: {row['env_steps']} steps, mean return {row['return_mean']:.1f}, "
+                  f"best {row['return_max']:.1f} ({row['seconds']:.1f} s)", highlight=False)
+
+    metrics = run_ars_job(ars, origin, env_fn, out_dir, steps=steps, task=task, features=features, actions=actions,
+                          resume=resume, eval_episodes=max(1, eval_episodes), progress=line)
+    out.print(f"{metrics['iterations']} iterations, {metrics['env_steps']} environment steps, "
+              f"{metrics['wall_seconds']:.1f} s; held-out return {metrics['eval_return_mean']:.1f} "
+              f"+- {metrics['eval_return_std']:.1f} over {metrics['eval_episodes']} episodes.")
+    out.print(f"Saved the {kind} controller to {out_dir} (interp-rl viz {out_dir} --text).")
+
+
+def _train_udrl(env: str, out_dir: Path, steps: int, seed: int, resume: bool, overrides: dict[str, Any],
+                estimator: str, eval_episodes: int) -> None:
+    """``interp-rl train --algo udrl``: settings from --hp KEY=VALUE (fields of :class:`envs.udrl.UDRLConfig`)."""
+    from dataclasses import fields
+
+    from envs.udrl import UDRLConfig, train_udrl
+    from interp_rl._progress import Steps
+    from interp_rl.errors import InvalidParameterError
+
+    known = {f.name for f in fields(UDRLConfig)} - {"task", "steps", "out", "seed", "estimator", "eval_episodes"}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise InvalidParameterError(f"--hp {unknown[0]} is not a setting of --algo udrl; its settings: "
+                                    f"{', '.join(sorted(known))}.")
+    cfg = UDRLConfig(task=env, steps=steps, out=str(out_dir), seed=seed, estimator=estimator,
+                     eval_episodes=eval_episodes, **overrides)
+    cfg.check()
+    with Steps(err, terminal=False) as log:
+        log.line(f"Training UDRL ({estimator}) on {env} for {steps} steps into {out_dir}")
+
+        def iteration(row: dict[str, Any]) -> None:
+            log.line(f"Step {row['step']} of {steps}: exploration return {_fmt(row['explore_return'])}, "
+                     f"evaluation return {_fmt(row.get('eval_return'))}")
+
+        meta = train_udrl(cfg, resume=resume, on_iteration=iteration)
+    table = Table(title=f"UDRL ({estimator}) on {env}, seed {seed}")
+    for col in ("step", "episodes", "exploration return", "evaluation return"):
+        table.add_column(col, justify="right")
+    for h in meta["history"]:
+        table.add_row(str(h["step"]), str(h["episodes"]), _fmt(h["explore_return"]), _fmt(h.get("eval_return")))
+    out.print(table)
+    cmd = meta["command"]
+    out.print(f"Evaluation at the command desired_return = {cmd['desired_return']:.1f}, desired_horizon = "
+              f"{cmd['desired_horizon']:.1f}: mean return {meta['eval']['mean_return']:.1f} over "
+              f"{meta['eval']['episodes']} episodes.")
+    if meta.get("controller"):
+        size = meta["size"]
+        out.print(f"The behaviour function is a {size.get('trees', 1)}-tree forest ({size['leaves']} leaves) reading "
+                  f"the observation and the command: {out_dir / meta['controller']} (interp-rl viz {out_dir} --text).")
+    out.print(f"Wrote {out_dir / 'metrics.json'} (the learning curve: return against environment steps).")
 
 
 @app.command()

@@ -6,8 +6,11 @@ best published transparent controllers for MuJoCo locomotion). Few non-zero coef
 it a set of equations a person reads at a glance.
 
 Arithmetic (bit-identical in every runtime): ``y = intercept`` then ``y = y + coef_j * x_j`` for
-the non-zero terms in ascending feature order, then ``y = min(max(y, low), high)``, exactly as
-a leaf of a :class:`~interp_rl.kinds.tree.TreeProgram`.
+the non-zero terms in ascending feature order (exactly as a leaf of a
+:class:`~interp_rl.kinds.tree.TreeProgram`); with ``squash="tanh"`` (linear policies whose
+output a ``tanh`` squashes, as sb3-contrib ARS's may) then
+``y = low + 0.5 * (tanh(y) + 1.0) * (high - low)`` with the C library's ``tanh``, as the
+:class:`~interp_rl.kinds.mixture.MixtureProgram` does; then ``y = min(max(y, low), high)``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import numpy as np
 from interp_rl import _codegen as cg
 from interp_rl._shapley import tree_shapley
 from interp_rl.errors import ControllerFormatError
-from interp_rl.program import AffinePieces, ProgramBase, Region, register_program, widen_columns
+from interp_rl.program import AffinePieces, ProgramBase, Region, register_program, tanh_squash, widen_columns
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -46,6 +49,9 @@ class LinearProgram(ProgramBase):
         Coefficients; zeros are absent terms.
     action_low, action_high : ndarray of shape (act_dim,)
         Actions are clipped to these bounds (``-inf``/``inf`` for none).
+    squash : {"clip", "tanh"}, default="clip"
+        ``"tanh"`` maps each affine output ``z`` into the (finite) bounds,
+        ``low + (high - low) * (tanh(z) + 1) / 2``, before the clip.
 
     Examples
     --------
@@ -62,6 +68,7 @@ class LinearProgram(ProgramBase):
     coef: np.ndarray
     action_low: np.ndarray = field(default_factory=lambda: np.zeros(0))
     action_high: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    squash: str = "clip"
 
     kind = "linear"
     title = "Linear policies"
@@ -79,6 +86,7 @@ class LinearProgram(ProgramBase):
         if not (np.all(np.isfinite(self.intercept)) and np.all(np.isfinite(self.coef))):
             raise ControllerFormatError("A coefficient of the linear program is not finite.")
         self._init_bounds(self.action_low, self.action_high, len(self.intercept))
+        self._check_squash(self.squash)
 
     @property
     def obs_dim(self) -> int:
@@ -104,7 +112,7 @@ class LinearProgram(ProgramBase):
     def affine_pieces(self) -> AffinePieces:
         """One piece."""
         return AffinePieces(lambda X: np.zeros(len(X), dtype=np.int64), self.intercept[None].copy(),
-                            self.coef[None].copy(), ["equations"])
+                            self.coef[None].copy(), ["equations"], squash=self.squash)
 
     def regions(self) -> list[Region]:
         """One region, every observation."""
@@ -113,18 +121,23 @@ class LinearProgram(ProgramBase):
 
     def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> LinearProgram:
         return LinearProgram(intercept=intercept[0], coef=coef[0], action_low=self.action_low,
-                             action_high=self.action_high)
+                             action_high=self.action_high, squash=self.squash)
 
     def widened(self, columns: Sequence[int], obs_dim: int) -> LinearProgram:
         """The same equations, feature ``i`` read from column ``columns[i]`` of a wider observation."""
         return LinearProgram(intercept=self.intercept, coef=widen_columns(self.coef, columns, obs_dim),
-                             action_low=self.action_low, action_high=self.action_high)
+                             action_low=self.action_low, action_high=self.action_high, squash=self.squash)
 
-    exact_shapley = True
+    @property
+    def exact_shapley(self) -> bool:
+        """Exact without squash (an affine map); a tanh squash is estimated by sampling."""
+        return self.squash == "clip"
 
     def shapley_values(self, X: np.ndarray, background: np.ndarray,
                        weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Exact Shapley values of the unclipped output: ``coef_j * (x_j - E_b[b_j])``."""
+        if not self.exact_shapley:
+            return super().shapley_values(X, background, weights)
         leaf = np.array([-1])
         return tree_shapley(feature=leaf, threshold=np.zeros(1), left=leaf, right=leaf,
                             intercept=self.intercept[None], coef=self.coef[None], X=X, background=background,
@@ -135,12 +148,23 @@ class LinearProgram(ProgramBase):
         y = np.repeat(self.intercept[None, :], len(X), axis=0)
         for j in np.flatnonzero(np.any(self.coef != 0.0, axis=0)):  # ascending features, one add each
             y += self.coef[:, j] * X[:, j : j + 1]
+        if self.squash == "tanh":
+            y = tanh_squash(y, self.action_low, self.action_high)
         return y
+
+    def affine_predict(self, X: np.ndarray) -> np.ndarray:
+        """The affine outputs ``z`` ``(n, act_dim)`` before any squash or clip."""
+        if self.squash == "clip":
+            return self.raw_predict(X)
+        return LinearProgram(intercept=self.intercept, coef=self.coef).raw_predict(X)
 
     def to_dict(self) -> dict[str, Any]:
         terms = [[int(o), int(j), float(self.coef[o, j])] for o, j in np.argwhere(self.coef != 0.0)]
-        return {"kind": self.kind, "obs_dim": self.obs_dim, "act_dim": self.act_dim,
-                "intercept": self.intercept.tolist(), "terms": terms, **self._bounds_dict()}
+        out = {"kind": self.kind, "obs_dim": self.obs_dim, "act_dim": self.act_dim,
+               "intercept": self.intercept.tolist(), "terms": terms, **self._bounds_dict()}
+        if self.squash != "clip":  # absent means clip: files written before the squash read unchanged
+            out["squash"] = self.squash
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LinearProgram:
@@ -152,7 +176,7 @@ class LinearProgram(ProgramBase):
                                                 f"{coef.shape}.")
                 coef[int(o), int(j)] = float(c)
             return cls(intercept=d["intercept"], coef=coef, action_low=[float(v) for v in d["action_low"]],
-                       action_high=[float(v) for v in d["action_high"]])
+                       action_high=[float(v) for v in d["action_high"]], squash=str(d.get("squash", "clip")))
         except ControllerFormatError:
             raise
         except (KeyError, TypeError, ValueError, IndexError) as exc:
@@ -169,9 +193,10 @@ class LinearProgram(ProgramBase):
         """
         fmt = partial(cg.fixed, precision=precision)
         names = controller.feature_names
-        lines = [f"{a.label} = {cg.affine_text(float(self.intercept[o]), self.terms(o), names, fmt)}"
+        lhs = "z({})" if self.squash == "tanh" else "{}"  # squashed: the equation is tanh's argument
+        lines = [f"{lhs.format(a.label)} = {cg.affine_text(float(self.intercept[o]), self.terms(o), names, fmt)}"
                  for o, a in enumerate(controller.actions)]
-        note = self.clip_note(controller, fmt)
+        note = self.squash_note(controller, fmt) if self.squash == "tanh" else self.clip_note(controller, fmt)
         return "\n".join(lines + ([note] if note else []))
 
     def explain_decision(self, controller: Controller, x: np.ndarray, *, precision: int = 3) -> str:
@@ -179,18 +204,22 @@ class LinearProgram(ProgramBase):
         x = np.asarray(x, dtype=np.float64).ravel()
         fmt = partial(cg.compact, precision=precision)
         names = controller.feature_names
+        z = self.affine_predict(x[None, :])[0]
         raw = self.raw_predict(x[None, :])[0]
         clipped = self.clip(raw)
+        lhs = "z({})" if self.squash == "tanh" else "{}"
         lines = []
         for out, action in enumerate(controller.actions):
             terms = self.terms(out)
-            line = f"{action.label} = {cg.affine_text(float(self.intercept[out]), terms, names, fmt)}"
+            line = f"{lhs.format(action.label)} = {cg.affine_text(float(self.intercept[out]), terms, names, fmt)}"
             if terms:
                 line += " = " + " ".join(
                     [fmt(float(self.intercept[out]))]
                     + [f"{'-' if c < 0 else '+'} {fmt(abs(c))}*({fmt(float(x[j]))})" for j, c in terms])
-                line += f" = {cg.apart(float(raw[out]), float(clipped[out]), precision)[0]}"
-            if clipped[out] != raw[out]:
+                line += f" = {cg.apart(float(z[out]), float(clipped[out]), precision)[0]}"
+            if self.squash == "tanh":
+                line += f" → squashed to {cg.apart(float(z[out]), float(clipped[out]), precision)[1]}"
+            elif clipped[out] != raw[out]:
                 line += f" → clipped to {cg.apart(float(raw[out]), float(clipped[out]), precision)[1]}"
             lines.append(line)
         return "\n".join(lines)
@@ -236,6 +265,8 @@ class LinearProgram(ProgramBase):
         for out in range(self.act_dim):
             lines += cg.assignment("", f"y{out}", cg.affine_parts(self.intercept[out], self.terms(out)), end,
                                    python=python)
+        if self.squash == "tanh":
+            lines += cg.tanh_squash_lines(self.action_low, self.action_high, python=python)
         return lines or (["pass"] if python else [])
 
     def python_body(self, controller: Controller) -> list[str]:
@@ -248,5 +279,6 @@ class LinearProgram(ProgramBase):
 
     def onnx_graph(self, graph: OnnxGraph) -> str:
         """``y = intercept`` then ``y = y + coef[:, j] * obs[:, j]`` per feature used, ascending, as :meth:`predict`
-        adds them."""
-        return graph.affine(self.intercept, self.coef)
+        adds them, then the tanh squash ``low + 0.5 * (tanh(y) + 1.0) * (high - low)`` when there is one."""
+        y = graph.affine(self.intercept, self.coef)
+        return graph.tanh_squash(y, self.action_low, self.action_high) if self.squash == "tanh" else y

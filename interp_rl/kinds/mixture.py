@@ -26,7 +26,6 @@ Arithmetic (bit-identical in every runtime):
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -38,7 +37,15 @@ from interp_rl._shapley import tree_shapley
 from interp_rl.errors import ControllerFormatError
 from interp_rl.kinds.linear import LinearProgram
 from interp_rl.kinds.tree import TreeProgram
-from interp_rl.program import AffinePieces, ProgramBase, Region, register_program, widen_columns
+from interp_rl.program import (
+    SQUASHES,
+    AffinePieces,
+    ProgramBase,
+    Region,
+    register_program,
+    tanh_squash,
+    widen_columns,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -47,11 +54,6 @@ if TYPE_CHECKING:
     from interp_rl.program import Controller
 
 __all__ = ["SQUASHES", "MixtureProgram", "router_tree"]
-
-#: How an expert's affine output becomes the action before the final clip.
-SQUASHES = ("clip", "tanh")
-
-_tanh = np.frompyfunc(math.tanh, 1, 1)  # the C library's tanh, as the exported Python and C call it
 
 
 def _score_tree_boxes(trees: Sequence[TreeProgram], lower: np.ndarray,
@@ -229,11 +231,7 @@ class MixtureProgram(ProgramBase):
         if self.usage.shape != (m,) or not np.all(np.isfinite(self.usage)):
             raise ControllerFormatError(f"usage must hold {m} finite shares; got {self.usage.tolist()}.")
         self._init_bounds(self.action_low, self.action_high, act_dim)
-        if self.squash not in SQUASHES:
-            raise ControllerFormatError(f"squash must be one of {', '.join(SQUASHES)}; got {self.squash!r}.")
-        if self.squash == "tanh" and not (np.all(np.isfinite(self.action_low))
-                                          and np.all(np.isfinite(self.action_high))):
-            raise ControllerFormatError("squash='tanh' maps into the action bounds, so every bound must be finite.")
+        self._check_squash(self.squash)
 
     # ------------------------------------------------------------------ shape and size
     @property
@@ -366,8 +364,7 @@ class MixtureProgram(ProgramBase):
             rows = np.flatnonzero(chosen == m)
             y[rows] = self.expert(int(m)).raw_predict(X[rows])
         if self.squash == "tanh":
-            t = _tanh(y).astype(np.float64)
-            y = self.action_low + 0.5 * (t + 1.0) * (self.action_high - self.action_low)
+            y = tanh_squash(y, self.action_low, self.action_high)
         return y
 
     def widened(self, columns: Sequence[int], obs_dim: int) -> MixtureProgram:
@@ -554,12 +551,6 @@ class MixtureProgram(ProgramBase):
         note = self.squash_note(controller, fmt) if self.squash == "tanh" else self.clip_note(controller, fmt)
         return "\n".join(lines + ([note] if note else []))
 
-    def squash_note(self, controller: Controller, fmt: Any) -> str:
-        """``actions are squashed into their bounds: torque = -1 + 2 * (tanh(z(torque)) + 1) / 2, ...``."""
-        parts = [f"{a.label} = {fmt(float(lo))} + {fmt(float(hi - lo))} * (tanh(z({a.label})) + 1) / 2"
-                 for a, lo, hi in zip(controller.actions, self.action_low, self.action_high, strict=True)]
-        return "actions are squashed into their bounds: " + ", ".join(parts)
-
     def explain_decision(self, controller: Controller, x: np.ndarray, *, precision: int = 3) -> str:
         """Why this expert (the scores with their values, or the routing splits), then its equations."""
         x = np.asarray(x, dtype=np.float64).ravel()
@@ -655,9 +646,7 @@ class MixtureProgram(ProgramBase):
     def _squash_lines(self, python: bool) -> list[str]:
         if self.squash != "tanh":
             return []
-        end, tanh = ("", "math.tanh") if python else (";", "tanh")
-        return [f"y{o} = {cg.lit(lo)} + 0.5 * ({tanh}(y{o}) + 1.0) * ({cg.lit(hi)} - {cg.lit(lo)}){end}"
-                for o, (lo, hi) in enumerate(zip(self.action_low, self.action_high, strict=True))]
+        return cg.tanh_squash_lines(self.action_low, self.action_high, python=python)
 
     def _body(self, controller: Controller, python: bool) -> list[str]:
         end = "" if python else ";"
@@ -731,9 +720,7 @@ class MixtureProgram(ProgramBase):
         outputs = [graph.affine(self.expert_intercept[m], self.expert_coef[m]) for m in range(self.n_experts)]
         y = outputs[0] if self.n_experts == 1 else graph.select(self.onnx_route(graph), outputs)
         if self.squash == "tanh":
-            half = graph.op("Mul", graph.const(0.5), graph.op("Add", graph.op("Tanh", y), graph.const(1.0)))
-            y = graph.op("Add", graph.const(self.action_low),
-                         graph.op("Mul", half, graph.const(self.action_high - self.action_low)))
+            y = graph.tanh_squash(y, self.action_low, self.action_high)
         return y
 
 
