@@ -271,7 +271,7 @@ def test_bad_start_methods_are_one_line_errors(tmp_path: Path, extra: str, messa
     ('seeds = [0]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [0]',
      "The 'max_leaves' setting of [methods.tree] in suite "),
     ('seeds = [0]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.forest]\nsizes = [4]',
-     "names unknown method 'forest'; available: linear, moe, silver, sindy, tree."),
+     "names unknown method 'forest'; available: linear, moe, prelu, silver, sindy, tree."),
     ('seeds = [-1]\n[[teachers]]\nname = "a"\npath = "x.zip"\n[methods.tree]\nsizes = [4]',
      "'seeds' must be a non-empty list of integers >= 0. Got [-1] instead."),
     ('seeds = [0]\n[[teachers]]\nname = "a"\n[methods.tree]\nsizes = [4]',
