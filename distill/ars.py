@@ -315,11 +315,8 @@ class ARS(BaseEstimator):
         if isinstance(program, Controller):
             program = program.program
         dense = self.dense
-        if isinstance(program, str):
-            if program != "linear":
-                raise bad_value("program", "ARS.fit", "a program, a controller or 'linear' (from scratch)",
-                                program)
-            program = _zero_linear(env_fn)
+        if isinstance(program, str):  # a kind's name: its all-zero program, from scratch
+            program = _from_scratch(program, env_fn)
             dense = True
         layout = ParameterLayout.of(program, dense=dense)
         rng = np.random.default_rng(self.seed)
@@ -444,19 +441,26 @@ def _horizon(env_fn: EnvFn, seed: int) -> int:
         env.close()
 
 
-def _zero_linear(env_fn: EnvFn) -> Program:
-    """A linear policy of zeros for the environment's observation and action spaces."""
-    from interp_rl.kinds.linear import LinearProgram
+def _from_scratch(kind: str, env_fn: EnvFn) -> Program:
+    """The all-zero program of ``kind`` (:meth:`ProgramBase.from_scratch`) for the environment's spaces."""
+    from interp_rl.program import PROGRAMS
 
+    cls = PROGRAMS.get(kind)
+    expected = "a program, a controller or the name of a kind that starts from scratch (linear)"
+    if cls is None or not hasattr(cls, "from_scratch"):
+        raise bad_value("program", "ARS.fit", expected, kind)
+    try:
+        cls.from_scratch(1, np.zeros(1), np.ones(1))
+    except TypeError:
+        raise bad_value("program", "ARS.fit", expected, kind) from None
     env = env_fn(0)
     try:
         obs_dim = int(np.prod(env.observation_space.shape))
         space = env.action_space
         if not hasattr(space, "low"):
             raise InterpRLError("ARS searches continuous actions; the environment's actions are discrete.")
-        act_dim = int(np.prod(space.shape))
-        return LinearProgram(intercept=np.zeros(act_dim), coef=np.zeros((act_dim, obs_dim)),
-                             action_low=space.low, action_high=space.high)
+        return cls.from_scratch(obs_dim, np.asarray(space.low, dtype=np.float64),
+                                np.asarray(space.high, dtype=np.float64))
     finally:
         env.close()
 

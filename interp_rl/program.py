@@ -344,6 +344,13 @@ class ProgramBase:
         """The same program with its pieces' parameters replaced (structure and bounds kept)."""
         raise TypeError(f"A {self.kind} program is not piecewise affine.")
 
+    @classmethod
+    def from_scratch(cls, obs_dim: int, low: np.ndarray, high: np.ndarray) -> Program:
+        """A program of this kind that a search can start from with nothing learnt (all zero), for ``obs_dim``
+        features and actions bounded by ``low``/``high``; a ``TypeError`` for kinds whose structure must be
+        learnt first (a tree's splits, a mixture's router)."""
+        raise TypeError(f"A {cls.kind} program has structure to learn first; start from a saved one.")
+
     def regions(self) -> list[Region]:
         """The observation space split into the polyhedra where one affine piece acts (kinds that are piecewise
         affine implement it; :mod:`interp_rl.verify` decides properties on them one by one)."""

@@ -144,6 +144,8 @@ def _train_ars_program(kind: str, task: str, out_dir: Path, *, steps: int, seed:
                        start: Path | None, executor: str, ray_address: str | None, resume: bool,
                        settings: dict[str, Any], eval_episodes: int) -> None:
     """``train --algo ars --policy KIND``: :func:`distill.ars.run_ars_job` on the task's environment."""
+    import numpy as np
+
     from distill.ars import ARS, run_ars_job
     from envs import env_factory, task_signals
     from interp_rl.errors import InvalidParameterError
@@ -159,11 +161,15 @@ def _train_ars_program(kind: str, task: str, out_dir: Path, *, steps: int, seed:
         origin: Any = load_controller(start)
         if origin.program.kind != kind:
             raise InvalidParameterError(f"--start holds a {origin.program.kind} controller; --policy is {kind}.")
-    elif kind == "linear":
-        origin = "linear"
     else:
-        raise InvalidParameterError(f"--policy {kind} searches a {kind} controller's pieces: give --start, a "
-                                    f"{kind} controller folder (interp-rl distill makes one).")
+        from interp_rl.program import PROGRAMS
+
+        try:  # a kind that can start with nothing learnt (its from_scratch hook); else --start is needed
+            PROGRAMS[kind].from_scratch(1, np.zeros(1), np.ones(1))  # type: ignore[attr-defined]
+        except TypeError:
+            raise InvalidParameterError(f"--policy {kind} searches a {kind} controller's pieces: give --start, a "
+                                        f"{kind} controller folder (interp-rl distill makes one).") from None
+        origin = kind
     ars = ARS(seed=seed, n_workers=workers, executor=executor, ray_address=ray_address, **settings)
     features, actions = task_signals(task)
     env_fn = env_factory(task)

@@ -114,6 +114,17 @@ class LinearProgram(ProgramBase):
         return AffinePieces(lambda X: np.zeros(len(X), dtype=np.int64), self.intercept[None].copy(),
                             self.coef[None].copy(), ["equations"], squash=self.squash)
 
+    @classmethod
+    def from_scratch(cls, obs_dim: int, low: np.ndarray, high: np.ndarray) -> LinearProgram:
+        """All-zero equations (a search's start).
+
+        >>> LinearProgram.from_scratch(3, np.array([-1.0]), np.array([1.0])).predict(np.ones((1, 3)))
+        array([[0.]])
+        """
+        act_dim = len(np.atleast_1d(low))
+        return cls(intercept=np.zeros(act_dim), coef=np.zeros((act_dim, int(obs_dim))), action_low=low,
+                   action_high=high)
+
     def regions(self) -> list[Region]:
         """One region, every observation."""
         inf = np.full(self.obs_dim, np.inf)
