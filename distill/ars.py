@@ -245,6 +245,9 @@ class ARS(BaseEstimator):
         The running statistics at the end (folded into ``program_``).
     n_parameters_ : int
         Numbers searched.
+    ray_nodes_ : set of str
+        With ``executor='ray'``, the ids of the Ray nodes the directions ran on (each history row counts them
+        so far, ``ray_nodes``).
     env_steps_ : int
         Environment steps taken in all (a warm start's warm-up episodes included).
 
@@ -319,6 +322,7 @@ class ARS(BaseEstimator):
             program = _from_scratch(program, env_fn)
             dense = True
         layout = ParameterLayout.of(program, dense=dense)
+        self.ray_nodes_: set[str] = set()
         rng = np.random.default_rng(self.seed)
         theta = layout.theta()
         obs_dim = int(program.obs_dim)
@@ -376,6 +380,8 @@ class ARS(BaseEstimator):
                    "return_mean": float(np.concatenate([plus, minus]).mean()),
                    "return_max": float(max(plus.max(), minus.max())), "update_std": sigma_r,
                    "seconds": time.perf_counter() - t0}
+            if self.executor == "ray":
+                row["ray_nodes"] = len(self.ray_nodes_)
             history.append(row)
             if ckpt is not None:
                 self._save(ckpt, theta, stats, rng, history, iteration, env_steps)
@@ -397,7 +403,8 @@ class ARS(BaseEstimator):
                   "alive_bonus_offset": self.alive_bonus_offset, "env_fn": env_fn}
                  for c in chunks]
         if self.executor == "ray":
-            parts = ray_map(evaluate_directions, specs, workers=self.n_workers, address=self.ray_address)
+            parts = ray_map(evaluate_directions, specs, workers=self.n_workers, address=self.ray_address,
+                            nodes=self.ray_nodes_)
         else:
             parts = side_by_side([lambda _p, s=s: evaluate_directions(s) for s in specs], self.n_workers)
         return [row for part in parts for row in part]
@@ -465,6 +472,26 @@ def _from_scratch(kind: str, env_fn: EnvFn) -> Program:
         env.close()
 
 
+_ZOO_NAMES = {"n_delta": "n_directions", "n_top": "top_directions", "learning_rate": "step_size",
+              "delta_std": "noise", "alive_bonus_offset": "alive_bonus_offset", "normalize": "normalize"}
+
+
+def ars_task_settings(task: str) -> dict[str, Any]:
+    """The task's ARS settings (``envs/hyperparams/ars.yml``, the zoo's copy of the paper's table) as
+    :class:`ARS` parameters: ``n_delta`` is ``n_directions``, ``n_top`` ``top_directions``, ``learning_rate``
+    ``step_size`` and ``delta_std`` ``noise``; a task the table lacks gets its ``default`` entry.
+
+    >>> ars_task_settings("HalfCheetah-v5")["n_directions"]
+    32
+    """
+    from envs.training import default_hyperparams
+
+    table = default_hyperparams("ars", task)
+    settings = {_ZOO_NAMES[k]: v for k, v in table.items() if k in _ZOO_NAMES}
+    settings["normalize"] = bool(settings.get("normalize", False))
+    return settings
+
+
 def ars_chunks(n_directions: int, workers: int) -> Sequence[np.ndarray]:
     """The contiguous chunks of directions ``workers`` tasks run (for tests and timing)."""
     return [c for c in np.array_split(np.arange(n_directions), max(1, workers)) if len(c)]
@@ -504,6 +531,7 @@ def run_ars_job(ars: ARS, start: Program | Controller | str, env_fn: EnvFn, out:
                "env_steps": est.env_steps_, "iterations": last["iteration"], "wall_seconds": last["seconds"],
                "n_parameters": est.n_parameters_, "eval_return_mean": held.mean_return,
                "eval_return_std": held.std_return, "eval_episodes": eval_episodes,
+               **({"ray_nodes": len(est.ray_nodes_)} if est.executor == "ray" else {}),
                "obs_mean": est.obs_mean_.tolist(), "obs_std": est.obs_std_.tolist(), "history": est.history_}
     write_controller_files(controller, out, metrics, f"{task} ARS {est.program_.kind}")
     return metrics

@@ -27,11 +27,14 @@ Layers = list[tuple[np.ndarray, np.ndarray]]
 
 
 def parse_hidden(hidden: Any, owner: str = "PReLUPolicy") -> list[int]:
-    """``"8,8"`` (or a sequence of ints) as layer widths, each 1 to 64, one to three layers.
+    """``"8,8"`` (or a sequence of ints, or one int: a single layer) as layer widths, each 1 to 64, one to three
+    layers.
 
-    >>> parse_hidden("8,8")
-    [8, 8]
+    >>> parse_hidden("8,8"), parse_hidden(8)
+    ([8, 8], [8])
     """
+    if isinstance(hidden, (int, np.integer)) and not isinstance(hidden, bool):
+        hidden = [int(hidden)]
     try:
         sizes = [int(v) for v in (hidden.split(",") if isinstance(hidden, str) else hidden)]
     except (TypeError, ValueError):

@@ -135,11 +135,19 @@ def side_by_side(tasks: Sequence[Callable[[Progress | None], T]], jobs: int,
     return [results[i] for i in range(len(tasks))]
 
 
-def ray_map(fn: Callable[[Any], T], args: Sequence[Any], *, workers: int, address: str | None = None) -> list[T]:
+def _on_node(fn: Callable[[Any], T], arg: Any) -> tuple[str, T]:
+    """``fn(arg)`` and the id of the Ray node that ran it (a Ray task's body)."""
+    import ray
+
+    return ray.get_runtime_context().get_node_id(), fn(arg)
+
+
+def ray_map(fn: Callable[[Any], T], args: Sequence[Any], *, workers: int, address: str | None = None,
+            nodes: set[str] | None = None) -> list[T]:
     """``[fn(a) for a in args]`` as Ray tasks (one CPU each), results in order: on the cluster at ``address``, on
     the Ray instance this process already joined, or else on a local one of ``workers`` CPUs started (and left
     running, for the next call) here. ``fn`` and ``args`` travel by cloudpickle; a task's exception is raised
-    here as itself."""
+    here as itself. ``nodes``, when given, collects the ids of the nodes the tasks ran on."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     try:
         import ray
@@ -150,13 +158,16 @@ def ray_map(fn: Callable[[Any], T], args: Sequence[Any], *, workers: int, addres
         if address:
             ray.init(address=address, **kwargs)
         else:
-            ray.init(num_cpus=max(1, workers), **kwargs)
-    task = ray.remote(num_cpus=1, max_retries=0)(fn)
-    refs = [task.remote(a) for a in args]
+            ray.init(address="local", num_cpus=max(1, workers), **kwargs)  # not a cluster found running here
+    task = ray.remote(num_cpus=1, max_retries=0, scheduling_strategy="SPREAD")(_on_node)  # over every node
+    refs = [task.remote(fn, a) for a in args]
     try:
-        return list(ray.get(refs))
+        done = ray.get(refs)
     except Exception as exc:  # a RayTaskError wraps the task's own exception
         cause = getattr(exc, "cause", None)
         if isinstance(cause, BaseException):
             raise cause from exc
         raise
+    if nodes is not None:
+        nodes.update(node for node, _ in done)
+    return [result for _, result in done]

@@ -134,11 +134,28 @@ def test_ray_tasks_give_the_same_controller_as_the_process_pool(env_fn) -> None:
     ray = pytest.importorskip("ray")
     pool = _ars(n_workers=2).fit(_tree(), env_fn, iterations=2)
     try:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
         on_ray = _ars(n_workers=2, executor="ray").fit(_tree(), env_fn, iterations=2)
     finally:
         ray.shutdown()
     assert np.array_equal(pool.theta_, on_ray.theta_)
+
+
+def test_ray_tasks_on_a_two_node_cluster_give_the_process_pools_controller(env_fn) -> None:  # noqa: ANN001
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    pool = _ars(n_workers=2).fit(_tree(), env_fn, iterations=2)
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    try:
+        cluster.add_node(num_cpus=1)  # a second node (its own raylet) on this machine
+        cluster.wait_for_nodes()
+        on_ray = _ars(n_workers=2, executor="ray", ray_address=cluster.address).fit(_tree(), env_fn, iterations=2)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    assert np.array_equal(pool.theta_, on_ray.theta_)
+    assert len(on_ray.ray_nodes_) == 2 and [row["ray_nodes"] for row in on_ray.history_] == [2, 2]
 
 
 ARS_HP = ["--hp", "horizon=200", "--hp", "step_size=0.1", "--hp", "noise=0.1", "--hp", "n_directions=4"]

@@ -11,10 +11,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES_DIR = ROOT / "benchmarks" / "studies"
 #: study -> its committed folder under benchmarks/results (the default --out)
-STUDIES = {"attribution": "attribution", "dyna": "dyna", "teacher_returns": "teachers", "train_budget": "train_budget",
+STUDIES = {"ars": "ars", "attribution": "attribution", "dyna": "dyna", "teacher_returns": "teachers", "train_budget": "train_budget",
            "verification": "verification"}
 #: study -> every part, with the arguments it needs besides --out
 PARTS = {
+    "ars": [["scratch"], ["workers"], ["ray"], ["report"]],
     "attribution": [["accuracy"], ["speed"], ["check"], ["report"]],
     "dyna": [["run", "--task", "Pendulum-v1"], ["report"]],
     "teacher_returns": [["run"], ["report"]],

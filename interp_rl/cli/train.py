@@ -58,9 +58,10 @@ def train(
     """Train a teacher with the per-task hyperparameters; checkpoints allow --resume.
 
     With --algo ars --policy linear|tree|mixture, augmented random search (V2-t) searches a transparent
-    controller's own parameters and writes a controller folder (--hp sets ARS's n_directions, top_directions,
-    step_size, noise, episodes, horizon, normalize, dense, warmup_episodes, alive_bonus_offset); without
-    --policy, ARS trains sb3-contrib's policy.
+    controller's own parameters and writes a controller folder. It starts from the task's settings in
+    envs/hyperparams/ars.yml (the paper's); --hp sets ARS's n_directions, top_directions, step_size, noise,
+    episodes, horizon, normalize, dense, warmup_episodes, alive_bonus_offset. Without --policy, ARS trains
+    sb3-contrib's policy.
 
     --algo udrl trains an upside-down RL agent whose behaviour function (a forest of trees by default) is a
     transparent controller reading the observation and a command (desired return, desired horizon).
@@ -146,7 +147,7 @@ def _train_ars_program(kind: str, task: str, out_dir: Path, *, steps: int, seed:
     """``train --algo ars --policy KIND``: :func:`distill.ars.run_ars_job` on the task's environment."""
     import numpy as np
 
-    from distill.ars import ARS, run_ars_job
+    from distill.ars import ARS, ars_task_settings, run_ars_job
     from envs import env_factory, task_signals
     from interp_rl.errors import InvalidParameterError
     from interp_rl.program import load_controller
@@ -170,6 +171,7 @@ def _train_ars_program(kind: str, task: str, out_dir: Path, *, steps: int, seed:
             raise InvalidParameterError(f"--policy {kind} searches a {kind} controller's pieces: give --start, a "
                                         f"{kind} controller folder (interp-rl distill makes one).") from None
         origin = kind
+    settings = {**ars_task_settings(task), **settings}
     ars = ARS(seed=seed, n_workers=workers, executor=executor, ray_address=ray_address, **settings)
     features, actions = task_signals(task)
     env_fn = env_factory(task)
@@ -184,7 +186,8 @@ def _train_ars_program(kind: str, task: str, out_dir: Path, *, steps: int, seed:
                           resume=resume, eval_episodes=max(1, eval_episodes), progress=line)
     out.print(f"{metrics['iterations']} iterations, {metrics['env_steps']} environment steps, "
               f"{metrics['wall_seconds']:.1f} s; held-out return {metrics['eval_return_mean']:.1f} "
-              f"+- {metrics['eval_return_std']:.1f} over {metrics['eval_episodes']} episodes.")
+              f"+- {metrics['eval_return_std']:.1f} over {metrics['eval_episodes']} episodes"
+              + (f"; the directions ran on {metrics['ray_nodes']} Ray node(s)." if "ray_nodes" in metrics else "."))
     out.print(f"Saved the {kind} controller to {out_dir} (interp-rl viz {out_dir} --text).")
 
 

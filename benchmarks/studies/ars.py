@@ -1,0 +1,291 @@
+"""Augmented random search in the linear class from scratch: returns, steps, workers and a Ray cluster.
+
+Run from the repository's root::
+
+    python -m benchmarks.studies.ars scratch [--env HalfCheetah-v5] [--steps 12500000] [--seeds 0 1 2]
+        [--workers 2] [--work FOLDER] [--episodes 20] [--out benchmarks/results/ars]
+    python -m benchmarks.studies.ars workers [--env HalfCheetah-v5] [--iterations 5] [--out ...]
+    python -m benchmarks.studies.ars ray [--env HalfCheetah-v5] [--iterations 10] [--out ...]
+    python -m benchmarks.studies.ars report [--out benchmarks/results/ars]
+
+``scratch`` runs ``interp-rl train --algo ars --policy linear`` (the task's settings from
+``envs/hyperparams/ars.yml``, the paper's) once per seed in ``--work`` (resumable: rerun it after an
+interruption), then plays each controller for ``--episodes`` fresh episodes (seeds 1000 on) and writes the
+record ``scratch_ENV.json`` and the controllers to ``controllers/``. ``workers`` times the same run's first
+iterations with one worker and with two, on a machine otherwise idle, and checks that the two controllers are
+equal. ``ray`` starts a Ray cluster of two nodes on this machine (a head and a second node, one CPU each, their
+own processes), runs the first iterations as Ray tasks on it and in a local process pool, and checks that the two
+controllers are equal. ``report`` rebuilds ``report.md`` from the records alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.studies._common import add_out, new_report, parse, read_json, write_json, write_report
+
+__all__ = ["main", "ray_cluster", "report", "scratch", "workers"]
+
+OUT = "benchmarks/results/ars"
+#: The RL Baselines3 Zoo's ARS agent on HalfCheetah (a linear policy), played on -v5 (issue 30's measurement).
+ZOO = {"HalfCheetah-v5": 5138.0}
+EVAL_SEED = 1000
+
+
+def _job(env: str, out: Path, *, steps: int, seed: int, workers: int, executor: str = "process",
+         ray_address: str | None = None, resume: bool = True) -> dict[str, Any]:
+    """One ``train --algo ars --policy linear`` run into ``out`` (its metrics; resumed if unfinished)."""
+    from distill.ars import ARS, ars_task_settings, run_ars_job
+    from envs import env_factory, task_signals
+    from interp_rl.errors import InterpRLError
+
+    features, actions = task_signals(env)
+    ars = ARS(seed=seed, n_workers=workers, executor=executor, ray_address=ray_address, **ars_task_settings(env))
+    try:
+        return run_ars_job(ars, "linear", env_factory(env), out, steps=steps, task=env, features=features,
+                           actions=actions, resume=resume, eval_episodes=5,
+                           progress=lambda r: print(f"  seed {seed} iteration {r['iteration']}: {r['env_steps']} "
+                                                    f"steps, mean return {r['return_mean']:.1f}", flush=True))
+    except InterpRLError:
+        if (out / "metrics.json").is_file():  # finished before: its record stands
+            return read_json(out / "metrics.json")
+        raise
+
+
+def scratch(env: str, steps: int, seeds: list[int], workers: int, work: Path, episodes: int,
+            out: Path) -> dict[str, Any]:
+    """ARS linear from scratch on ``env``, one run per seed, each controller played for ``episodes`` episodes.
+
+    Returns
+    -------
+    dict
+        The record: ``env``, ``steps``, ``workers``, ``settings``, ``zoo`` and the ``runs`` (steps, iterations,
+        wall time, parameters, returns of every episode, the learning curve).
+    """
+    import shutil
+
+    from distill.ars import ars_task_settings
+    from envs import env_factory
+    from interp_rl.program import load_controller
+    from interp_rl.rollouts import evaluate
+
+    rows = []
+    for seed in seeds:
+        folder = work / f"{env}-linear-seed{seed}"
+        if (folder / "metrics.json").is_file():
+            metrics = read_json(folder / "metrics.json")
+        else:
+            metrics = _job(env, folder, steps=steps, seed=seed, workers=workers)
+        ctrl = load_controller(folder)
+        played = evaluate(ctrl.program, env_factory(env), episodes, seed=EVAL_SEED, task=env)
+        (out / "controllers").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(folder / "controller.json", out / "controllers" / f"{env}-linear-seed{seed}.json")
+        rows.append({
+            "seed": seed, "env_steps": metrics["env_steps"], "iterations": metrics["iterations"],
+            "wall_seconds": metrics["wall_seconds"], "parameters": int(ctrl.program.size()["parameters"]),
+            "returns": [float(r) for r in played.returns],
+            "curve": [[h["env_steps"], h["return_mean"]] for h in metrics["history"]],
+        })
+        print(f"seed {seed}: {played.mean_return:.1f} over {episodes} episodes (worst {min(played.returns):.1f}), "
+              f"{metrics['env_steps']} steps, {metrics['wall_seconds']:.0f} s", flush=True)
+    return {"env": env, "steps": steps, "workers": workers, "episodes": episodes, "eval_seed": EVAL_SEED,
+            "settings": ars_task_settings(env), "zoo": ZOO.get(env), "runs": rows}
+
+
+def workers(env: str, iterations: int) -> dict[str, Any]:
+    """The first ``iterations`` of the from-scratch run (seed 0) with 1 and with 2 workers: wall times, and
+    whether the controllers are equal."""
+    from distill.ars import ars_task_settings
+
+    steps = iterations * 2 * int(ars_task_settings(env)["n_directions"]) * _horizon(env)
+    runs, programs = [], []
+    for n in (1, 2):
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.perf_counter()
+            metrics = _job(env, Path(tmp) / "run", steps=steps, seed=0, workers=n, resume=False)
+            wall = time.perf_counter() - t0
+            programs.append((Path(tmp) / "run" / "controller.json").read_text())
+        runs.append({"workers": n, "search_seconds": metrics["wall_seconds"], "wall_seconds": wall,
+                     "env_steps": metrics["env_steps"]})
+        print(f"{n} worker(s): {metrics['wall_seconds']:.1f} s searching, {wall:.1f} s in all", flush=True)
+    return {"env": env, "iterations": iterations, "runs": runs, "same_controller": programs[0] == programs[1]}
+
+
+def _horizon(env: str) -> int:
+    from envs import env_factory
+
+    e = env_factory(env)(0)
+    try:
+        return int(getattr(e.spec, "max_episode_steps", None) or 1000)
+    finally:
+        e.close()
+
+
+def ray_cluster(env: str, iterations: int) -> dict[str, Any]:
+    """The first ``iterations`` of the from-scratch run (seed 0, 2 workers) in a process pool and as Ray tasks on
+    a two-node Ray cluster started here (``ray.cluster_utils.Cluster``: a head and a second node, one CPU each)."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from distill.ars import ars_task_settings
+
+    steps = iterations * 2 * int(ars_task_settings(env)["n_directions"]) * _horizon(env)
+    controllers, runs = [], []
+    for executor in ("process", "ray"):
+        with tempfile.TemporaryDirectory() as tmp:
+            cluster = None
+            if executor == "ray":
+                cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+                cluster.add_node(num_cpus=1)
+                cluster.wait_for_nodes()
+            try:
+                metrics = _job(env, Path(tmp) / "run", steps=steps, seed=0, workers=2, executor=executor,
+                               ray_address=cluster.address if cluster else None, resume=False)
+                nodes = len(ray.nodes()) if cluster else None
+            finally:
+                if cluster is not None:
+                    ray.shutdown()
+                    cluster.shutdown()
+            controllers.append((Path(tmp) / "run" / "controller.json").read_text())
+        runs.append({"executor": executor, "search_seconds": metrics["wall_seconds"],
+                     "env_steps": metrics["env_steps"], "cluster_nodes": nodes,
+                     "nodes_used": metrics.get("ray_nodes")})
+        print(f"{executor}: {metrics['wall_seconds']:.1f} s, {metrics['env_steps']} steps", flush=True)
+    return {"env": env, "iterations": iterations, "runs": runs, "same_controller": controllers[0] == controllers[1]}
+
+
+def _curves_png(record: dict[str, Any]) -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from interp_rl.document import png
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    for r in record["runs"]:
+        steps, ret = zip(*r["curve"], strict=True)
+        ax.plot([s / 1e6 for s in steps], ret, lw=1, label=f"seed {r['seed']}")
+    if record.get("zoo"):
+        ax.axhline(record["zoo"], ls="--", color="grey", lw=1, label="zoo ARS agent")
+    ax.set_xlabel("environment steps (millions)")
+    ax.set_ylabel("mean return of the 2N perturbed policies")
+    ax.set_title(f"ARS, linear policy from scratch, {record['env']}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return png(fig)
+
+
+def report(out: Path) -> Path:
+    """Rebuild ``report.md`` from the records in ``out`` (``scratch_*.json``, ``workers_*.json``, ``ray_*.json``).
+
+    Parameters
+    ----------
+    out
+        The study's folder.
+
+    Returns
+    -------
+    Path
+        The ``report.md`` written.
+    """
+    import numpy as np
+
+    out = Path(out)
+    scratch_records = [read_json(p) for p in sorted(out.glob("scratch_*.json"))]
+    worker_records = [read_json(p) for p in sorted(out.glob("workers_*.json"))]
+    ray_records = [read_json(p) for p in sorted(out.glob("ray_*.json"))]
+    commands = [f"python -m benchmarks.studies.ars scratch --env {d['env']} --steps {d['steps']} --seeds "
+                f"{' '.join(str(r['seed']) for r in d['runs'])} --workers {d['workers']} --episodes {d['episodes']}"
+                for d in scratch_records]
+    commands += [f"python -m benchmarks.studies.ars workers --env {d['env']} --iterations {d['iterations']}"
+                 for d in worker_records]
+    commands += [f"python -m benchmarks.studies.ars ray --env {d['env']} --iterations {d['iterations']}"
+                 for d in ray_records]
+    doc = new_report("Augmented random search in the linear class", "ars", commands)
+    for d in scratch_records:
+        doc.h(2, f"From scratch on {d['env']}")
+        s = d["settings"]
+        doc.p(f"`interp-rl train --algo ars --policy linear --env {d['env']} --steps {d['steps']} --workers "
+              f"{d['workers']}`, one run per seed: ARS V2-t with the task's settings (N = {s['n_directions']} "
+              f"directions, the best b = {s['top_directions']}, step size {s['step_size']:g}, noise "
+              f"{s['noise']:g}). Each controller is then played for {d['episodes']} fresh episodes (seeds "
+              f"{d['eval_seed']} on).")
+        rows = []
+        for r in d["runs"]:
+            ret = np.asarray(r["returns"])
+            rows.append([str(r["seed"]), f"{ret.mean():.1f} +- {ret.std():.1f}", f"{ret.min():.1f}",
+                         f"{r['env_steps']:,}", str(r["iterations"]), str(r["parameters"]),
+                         f"{r['wall_seconds'] / 60:.1f} min"])
+        pooled = np.concatenate([np.asarray(r["returns"]) for r in d["runs"]])
+        rows.append(["all", f"{pooled.mean():.1f} +- {pooled.std():.1f}", f"{pooled.min():.1f}",
+                     f"{sum(r['env_steps'] for r in d['runs']) / len(d['runs']):,.0f} each", "", "", ""])
+        doc.table(["seed", f"return, {d['episodes']} episodes", "worst episode", "environment steps", "iterations",
+                   "parameters", "wall time"], rows)
+        if d.get("zoo"):
+            doc.p(f"The RL Baselines3 Zoo's ARS agent on this task (a linear policy, 12,500,000 steps) returns "
+                  f"{d['zoo']:.0f} on -v5: the controllers here keep {100 * pooled.mean() / d['zoo']:.0f}% of it "
+                  f"(seeds pooled).")
+        doc.image(f"curves-{d['env']}.png", _curves_png(d), f"ARS learning curves on {d['env']}")
+    for d in worker_records:
+        doc.h(2, f"One worker against two ({d['env']})")
+        base = d["runs"][0]["search_seconds"]
+        doc.p(f"The first {d['iterations']} iterations of the seed-0 run, on a 2-core machine otherwise idle. "
+              f"Same controller with 1 and 2 workers: {'yes' if d['same_controller'] else 'NO'}.")
+        doc.table(["workers", "environment steps", "searching", "whole command", "speed-up"],
+                  [[str(r["workers"]), f"{r['env_steps']:,}", f"{r['search_seconds']:.1f} s",
+                    f"{r['wall_seconds']:.1f} s", f"{base / r['search_seconds']:.2f}x"] for r in d["runs"]])
+    for d in ray_records:
+        doc.h(2, f"Ray tasks on a two-node cluster ({d['env']})")
+        doc.p(f"The first {d['iterations']} iterations of the seed-0 run with 2 workers, in a local process pool "
+              f"and as Ray tasks on a Ray cluster of a head and a second node started on this machine (one CPU each, "
+              f"tasks spread over the nodes). Same controller: {'yes' if d['same_controller'] else 'NO'}.")
+        doc.table(["executor", "environment steps", "searching", "nodes in the cluster", "nodes that ran tasks"],
+                  [[r["executor"], f"{r['env_steps']:,}", f"{r['search_seconds']:.1f} s",
+                    "" if r["cluster_nodes"] is None else str(r["cluster_nodes"]),
+                    "" if r["nodes_used"] is None else str(r["nodes_used"])] for r in d["runs"]])
+    return write_report(doc, out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The command line: ``scratch``, ``workers`` or ``ray`` (each then reports), or ``report``.
+
+    Parameters
+    ----------
+    argv
+        The arguments (None: the command line's).
+    """
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.studies.ars",
+                                     description=(__doc__ or "").splitlines()[0])
+    parts = parser.add_subparsers(dest="part", required=True)
+    s = parts.add_parser("scratch")
+    s.add_argument("--env", default="HalfCheetah-v5")
+    s.add_argument("--steps", type=int, default=12_500_000)
+    s.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    s.add_argument("--workers", type=int, default=2)
+    s.add_argument("--work", type=Path, default=Path("ars-runs"), help="where the runs (and their checkpoints) go")
+    s.add_argument("--episodes", type=int, default=20)
+    add_out(s, OUT)
+    for name, iters in (("workers", 5), ("ray", 10)):
+        p = parts.add_parser(name)
+        p.add_argument("--env", default="HalfCheetah-v5")
+        p.add_argument("--iterations", type=int, default=iters)
+        add_out(p, OUT)
+    add_out(parts.add_parser("report"), OUT)
+    args = parse(parser, argv)
+    if args.part == "scratch":
+        write_json(args.out / f"scratch_{args.env}.json",
+                   scratch(args.env, args.steps, args.seeds, args.workers, args.work, args.episodes, args.out))
+    elif args.part == "workers":
+        write_json(args.out / f"workers_{args.env}.json", workers(args.env, args.iterations))
+    elif args.part == "ray":
+        write_json(args.out / f"ray_{args.env}.json", ray_cluster(args.env, args.iterations))
+    report(args.out)
+
+
+if __name__ == "__main__":
+    main()
