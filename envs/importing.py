@@ -205,6 +205,8 @@ class ImportCheck:
     """Largest ``|agent - controller|`` return over the episodes."""
     max_return_difference_float64: float
     """Largest ``|float64 agent - controller|`` return: what the fold's rounding alone changes."""
+    identical_episodes_float64: int
+    """Episodes whose returns are the same double for the float64 agent and the controller."""
     agent_one_by_one_returns: list[float]
     """The SB3 agent again, one environment at a time (batches of 1, not 8): its float32 matrix product sums in
     another order, so this is how far the agent is from itself."""
@@ -245,6 +247,7 @@ def check_import(controller: Controller, teacher: SB3Teacher, *, episodes: int =
                        identical_episodes=int(np.sum(diff == 0.0)), max_return_difference=float(diff.max()),
                        max_return_difference_float64=float(np.abs(np.asarray(wide.returns)
                                                                   - np.asarray(mine.returns)).max()),
+                       identical_episodes_float64=int(np.sum(np.asarray(wide.returns) == np.asarray(mine.returns))),
                        max_action_difference=float(gap.max()) if gap.size else 0.0,
                        clip_binding_share=normalisation_clip_share(teacher.normalizer, states),
                        agent_states=int(len(states)))
@@ -270,7 +273,8 @@ def import_to_folder(path: str | Path, out: str | Path, *, env: str | None = Non
     check = check_import(controller, teacher, episodes=episodes, seed=seed)
     summary = check.to_dict()
     controller.metadata["import_check"] = {k: summary[k] for k in (
-        "episodes", "identical_episodes", "max_return_difference", "max_return_difference_float64",
+        "episodes", "identical_episodes", "identical_episodes_float64", "max_return_difference",
+        "max_return_difference_float64",
         "max_agent_self_difference", "max_action_difference", "clip_binding_share",
         "agent_mean_return", "controller_mean_return")}
     out = Path(out)

@@ -43,6 +43,7 @@ def import_(
         ("controller return", f"{sum(check.controller_returns) / len(check.seeds):.4f}"),
         ("episodes with the same return", f"{same} of {len(check.seeds)}"),
         ("largest return difference", f"{check.max_return_difference:.3g}"),
+        ("episodes with the float64 agent's return", f"{check.identical_episodes_float64} of {len(check.seeds)}"),
         ("largest difference from the float64 agent", f"{check.max_return_difference_float64:.3g}"),
         ("the agent against itself in batches of 1", f"{check.max_agent_self_difference:.3g}"),
         ("largest action difference", f"{check.max_action_difference:.3g}"),
