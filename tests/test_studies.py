@@ -15,7 +15,7 @@ STUDIES = {"ars": "ars", "attribution": "attribution", "dyna": "dyna", "teacher_
            "verification": "verification"}
 #: study -> every part, with the arguments it needs besides --out
 PARTS = {
-    "ars": [["scratch"], ["workers"], ["ray"], ["report"]],
+    "ars": [["scratch"], ["workers"], ["ray"], ["import", "--agent", "nowhere"], ["report"]],
     "attribution": [["accuracy"], ["speed"], ["check"], ["report"]],
     "dyna": [["run", "--task", "Pendulum-v1"], ["report"]],
     "teacher_returns": [["run"], ["report"]],

@@ -6,6 +6,7 @@ Run from the repository's root::
         [--workers 2] [--work FOLDER] [--episodes 20] [--out benchmarks/results/ars]
     python -m benchmarks.studies.ars workers [--env HalfCheetah-v5] [--iterations 5] [--out ...]
     python -m benchmarks.studies.ars ray [--env HalfCheetah-v5] [--iterations 10] [--out ...]
+    python -m benchmarks.studies.ars import --agent AGENT [--episodes 20] [--out ...]
     python -m benchmarks.studies.ars report [--out benchmarks/results/ars]
 
 ``scratch`` runs ``interp-rl train --algo ars --policy linear`` (the task's settings from
@@ -15,7 +16,8 @@ record ``scratch_ENV.json`` and the controllers to ``controllers/``. ``workers``
 iterations with one worker and with two, on a machine otherwise idle, and checks that the two controllers are
 equal. ``ray`` starts a Ray cluster of two nodes on this machine (a head and a second node, one CPU each, their
 own processes), runs the first iterations as Ray tasks on it and in a local process pool, and checks that the two
-controllers are equal. ``report`` rebuilds ``report.md`` from the records alone.
+controllers are equal. ``import`` imports an sb3-contrib ARS agent (``interp-rl import``) and records its
+comparison with the controller. ``report`` rebuilds ``report.md`` from the records alone.
 """
 
 from __future__ import annotations
@@ -158,6 +160,23 @@ def ray_cluster(env: str, iterations: int) -> dict[str, Any]:
     return {"env": env, "iterations": iterations, "runs": runs, "same_controller": controllers[0] == controllers[1]}
 
 
+def import_check(agent: Path, episodes: int, work: Path) -> dict[str, Any]:
+    """``interp-rl import AGENT`` into ``work``: the agent against its controller on ``episodes`` seeds (and the
+    agent's weights in float64, and the agent in batches of one)."""
+    from envs.importing import import_to_folder
+
+    controller, check = import_to_folder(agent, work, episodes=episodes, seed=0)
+    meta = controller.metadata["teacher"]
+    print(f"{controller.task}: {check.identical_episodes} of {episodes} returns identical to the agent's, "
+          f"{check.identical_episodes_float64} to the float64 agent's", flush=True)
+    trained = Path(agent) / "teacher.json"
+    how = read_json(trained) if trained.is_file() else {}
+    return {"task": controller.task, "agent": Path(str(meta["source"])).name,
+            "trained": {k: how[k] for k in ("algo", "steps", "seed", "model_step") if k in how},
+            "normalised": bool(
+        meta["normalization"]), "parameters": int(controller.program.size()["parameters"]), **check.to_dict()}
+
+
 def _curves_png(record: dict[str, Any]) -> bytes:
     import matplotlib
 
@@ -206,6 +225,11 @@ def report(out: Path) -> Path:
                  for d in worker_records]
     commands += [f"python -m benchmarks.studies.ars ray --env {d['env']} --iterations {d['iterations']}"
                  for d in ray_records]
+    import_records = [read_json(p) for p in sorted(out.glob("import_*.json"))]
+    commands += [f"interp-rl train --algo ars --env {d['task']} --steps {d['trained'].get('steps', 'STEPS')} --seed "
+                 f"{d['trained'].get('seed', 0)} --out ars-runs/{d['task']}-agent\n"
+                 f"python -m benchmarks.studies.ars import --agent ars-runs/{d['task']}-agent "
+                 f"--episodes {d['episodes']}" for d in import_records]
     doc = new_report("Augmented random search in the linear class", "ars", commands)
     for d in scratch_records:
         doc.h(2, f"From scratch on {d['env']}")
@@ -248,6 +272,26 @@ def report(out: Path) -> Path:
                   [[r["executor"], f"{r['env_steps']:,}", f"{r['search_seconds']:.1f} s",
                     "" if r["cluster_nodes"] is None else str(r["cluster_nodes"]),
                     "" if r["nodes_used"] is None else str(r["nodes_used"])] for r in d["runs"]])
+    if import_records:
+        doc.h(2, "ARS agents imported as linear controllers")
+        doc.p("`interp-rl import AGENT` on sb3-contrib ARS agents trained here (`interp-rl train --algo ars`, the "
+              "task's settings). Each is played on the same seeds as the agent (float32, batches of 8), as the "
+              "agent's own weights in float64 with its normalisation unfolded, and as the agent in batches of one.")
+        doc.table(["task", "VecNormalize", "parameters", "agent", "controller", "same return as the agent",
+                   "same return as the float64 agent", "largest difference", "agent against itself",
+                   "largest action difference"],
+                  [[d["task"], "yes" if d["normalised"] else "no", str(d["parameters"]),
+                    f"{d['agent_mean_return']:.4f}", f"{d['controller_mean_return']:.4f}",
+                    f"{d['identical_episodes']} of {d['episodes']}",
+                    f"{d['identical_episodes_float64']} of {d['episodes']}", f"{d['max_return_difference']:.3g}",
+                    f"{d['max_agent_self_difference']:.3g}", f"{d['max_action_difference']:.3g}"]
+                   for d in import_records])
+        doc.p("The controller computes in float64 and the agent in float32, so their actions differ in the last "
+              "float32 bits (the largest action difference) and no episode's return is the same double. Without "
+              "VecNormalize the controller is the agent's own arithmetic in float64: the same return on every seed. "
+              "With it, the statistics are folded into the weights, which rounds differently from normalising "
+              "first. How far these differences carry depends on the task: the agent itself changes its returns "
+              "as much when only the batch its float32 product is computed in changes (agent against itself).")
     return write_report(doc, out)
 
 
@@ -275,6 +319,11 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--env", default="HalfCheetah-v5")
         p.add_argument("--iterations", type=int, default=iters)
         add_out(p, OUT)
+    m = parts.add_parser("import")
+    m.add_argument("--agent", type=Path, required=True, help="an ARS agent (interp-rl train --algo ars folder)")
+    m.add_argument("--episodes", type=int, default=20)
+    m.add_argument("--work", type=Path, default=Path("ars-runs"), help="where the imported controller goes")
+    add_out(m, OUT)
     add_out(parts.add_parser("report"), OUT)
     args = parse(parser, argv)
     if args.part == "scratch":
@@ -282,6 +331,9 @@ def main(argv: list[str] | None = None) -> None:
                    scratch(args.env, args.steps, args.seeds, args.workers, args.work, args.episodes, args.out))
     elif args.part == "workers":
         write_json(args.out / f"workers_{args.env}.json", workers(args.env, args.iterations))
+    elif args.part == "import":
+        record = import_check(args.agent, args.episodes, args.work / f"import-{args.agent.name}")
+        write_json(args.out / f"import_{record['task']}.json", record)
     elif args.part == "ray":
         write_json(args.out / f"ray_{args.env}.json", ray_cluster(args.env, args.iterations))
     report(args.out)
