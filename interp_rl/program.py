@@ -283,6 +283,11 @@ class Region:
     """``(act_dim,)``: the piece's unclipped actions are ``intercept + coef @ x``."""
     coef: np.ndarray
     """``(act_dim, obs_dim)``."""
+    rounding: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
+    """For a kind whose arithmetic is not the piece's affine map summed left to right (a ReLU network stored
+    factored): ``rounding(lo, hi) -> (rows, actions)``, bounds on the box ``lo..hi`` of how far the computed
+    values of the ``A`` rows' left-hand sides and of the unclipped actions may be from ``A @ x`` and
+    ``intercept + coef @ x``. ``None``: the left-to-right sum's own bound applies."""
 
     @classmethod
     def box(cls, piece: int, label: str, lower: np.ndarray, upper: np.ndarray, intercept: np.ndarray,

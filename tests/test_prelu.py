@@ -69,6 +69,45 @@ def test_no_region_is_empty_and_each_state_lies_in_its_leafs_region(converted) -
         assert np.allclose(r.intercept + r.coef @ x, prog.raw_predict(x[None])[0], atol=1e-9)
 
 
+def _pre_activations(layers: list, X: np.ndarray) -> list[np.ndarray]:
+    """Each hidden layer's pre-activations, summed as :func:`network_forward` sums them."""
+    h, out = X, []
+    for W, b in layers[:-1]:
+        z = np.repeat(b[None, :], len(h), axis=0)
+        for i in range(W.shape[1]):
+            z = z + W[:, i] * h[:, i : i + 1]
+        out.append(z)
+        h = np.maximum(z, 0.0)
+    return out
+
+
+def test_regions_bound_the_gap_between_the_networks_sums_and_their_composed_maps(converted) -> None:
+    """What :mod:`interp_rl.verify` adds to its LP bounds for this kind: the computed outputs and the computed
+    pre-activations of the units on the path lie within ``Region.rounding`` of the regions' composed maps."""
+    layers, lo, hi, prog = converted
+    X = np.random.default_rng(9).uniform(lo, hi, size=(3000, len(lo)))
+    parent, leaf, pre = prog._parents(), prog.apply(X), _pre_activations(layers, X)
+    out = prog.raw_predict(X)
+    for r in prog.regions():
+        rows, acts = r.rounding(lo, hi)
+        assert rows.shape == r.b.shape and acts.shape == (prog.act_dim,) and np.all(acts > 0) and np.all(rows > 0)
+        path, n = [], r.piece
+        while n in parent:
+            path.append(parent[n])
+            n = parent[n]
+        units = [tuple(prog.unit[p]) for p in path[::-1]]
+        idx = np.flatnonzero(leaf == r.piece)
+        for i in idx:
+            x = X[i]
+            assert np.all(np.abs(out[i] - (r.intercept + r.coef @ x)) <= acts)
+            for row, (layer, j) in enumerate(units):
+                z = pre[layer][i, j]
+                side = 1.0 if z <= 0.0 else -1.0  # a left branch's row is w @ x + c, a right one's its negation
+                assert abs((r.A[row] @ x - r.b[row]) - side * z) <= rows[row] + 1e-300
+    affine = prog.with_affine_pieces(prog.intercept, prog.coef)
+    assert all(not np.any(r.rounding(lo, hi)[1]) for r in affine.regions())  # its leaves sum their own maps
+
+
 def test_json_round_trip_and_exports_reproduce_predict(converted, tmp_path: Path) -> None:
     layers, lo, hi, prog = converted
     d = len(lo)

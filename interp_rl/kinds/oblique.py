@@ -374,14 +374,50 @@ class ObliqueProgram(ProgramBase):
 
     def regions(self) -> list[Region]:
         """Each leaf's polyhedron (its path's half-spaces; ties belong to both sides) with its affine map.
-        The box is the whole space: outside the conversion's domain the rules apply as written."""
+        The box is the whole space: outside the conversion's domain the rules apply as written. With a network,
+        each region also bounds how far the network's factored sums may be from its composed maps
+        (:meth:`network_rounding`)."""
         inf = np.full(self.obs_dim, np.inf)
         out, parent = [], self._parents()
         for k, node in enumerate(self.leaves):
             A, b = self.path_constraints(node, parent)
+            rounding = None
+            if self.network is not None:
+                path, n = [], node
+                while n in parent:
+                    path.append(int(parent[n]))
+                    n = parent[n]
+                rounding = partial(self._region_rounding, [tuple(self.unit[p]) for p in path[::-1]])
             out.append(Region(node, f"region {k + 1}", -inf, inf.copy(), A, b, self.intercept[node],
-                              self.coef[node]))
+                              self.coef[node], rounding))
         return out
+
+    def network_rounding(self, lo: np.ndarray, hi: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """Bounds, on the box ``lo..hi``, of how far each hidden unit's computed pre-activation (per hidden layer)
+        and each computed output may be from the composed affine maps stored in the nodes and leaves.
+
+        The network sums left to right, layer after layer: the computed layer ``l`` is within
+        ``gamma(n_l) * M_l`` of the exact one, ``n_l`` the terms summed up to it and ``M_l = |b_l| + |W_l| M_{l-1}``
+        (``M_0`` the box's largest magnitudes; a ReLU does not increase either). The stored maps were composed
+        in floats too, within as much again; the bound doubles that, twice over.
+        """
+        assert self.network is not None
+        unit = float(np.finfo(np.float64).eps) / 2
+        mag = np.maximum(np.abs(np.asarray(lo, dtype=np.float64)), np.abs(np.asarray(hi, dtype=np.float64)))
+        n, errors = 0, []
+        for W, b in self.network:
+            n += W.shape[1] + 1
+            mag = np.abs(b) + np.abs(W) @ mag
+            gamma = n * unit / (1.0 - n * unit)
+            errors.append(4.0 * gamma * mag)
+        return errors[:-1], errors[-1]
+
+    def _region_rounding(self, units: list[tuple[int, int]], lo: np.ndarray, hi: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """:attr:`Region.rounding` of the region whose path tests ``units`` (root first)."""
+        hidden, outputs = self.network_rounding(lo, hi)
+        rows = np.array([hidden[layer][j] for layer, j in units], dtype=np.float64)
+        return rows, (outputs if self.leaf_form == "network" else np.zeros(self.act_dim))
 
     def widened(self, columns: Sequence[int], obs_dim: int) -> ObliqueProgram:
         """The same tree reading column ``columns[i]`` of a wider observation for feature ``i``."""

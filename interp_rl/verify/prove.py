@@ -93,10 +93,12 @@ def _rounding(region: Region, k: int, lo: np.ndarray, hi: np.ndarray) -> float:
     """A bound of the rounding error of the piece's ``k``-th output, summed left to right on the box."""
     w = region.coef[k]
     n = int(np.count_nonzero(w))
-    if n == 0:
-        return 0.0
     gamma = 1.01 * n * _U / (1 - n * _U)
-    return gamma * (abs(float(region.intercept[k])) + float(np.abs(w) @ np.maximum(np.abs(lo), np.abs(hi))))
+    reach = np.maximum(np.abs(lo), np.abs(hi))
+    own = gamma * (abs(float(region.intercept[k])) + float(np.abs(w) @ reach)) if n else 0.0
+    if region.rounding is not None:  # the kind computes otherwise (a network's factored sums): its own bound too
+        own += float(region.rounding(lo, hi)[1][k])
+    return own
 
 
 @dataclass
@@ -138,6 +140,8 @@ def systems(regions: list[Region], when: list[Inequality], lo: np.ndarray, hi: n
         if np.any(rlo > rhi):
             continue
         slack = 1e-12 * (np.abs(r.b) + np.abs(r.A) @ reach) if len(r.A) else np.zeros(0)
+        if r.rounding is not None and len(r.A):  # rows the kind computes otherwise: its bound, if larger
+            slack = np.maximum(slack, r.rounding(lo, hi)[0])
         A = np.vstack([r.A, *rows]) if rows else r.A
         b = np.concatenate([r.b + slack, rhs]) if rows else r.b + slack
         out.append(_System(r, rlo, rhi, A.reshape(-1, len(lo)), b, when))
