@@ -301,7 +301,7 @@ class Method:
             return None
         if len(states) < 2 or len(pieces.acting_pieces()) < 2:
             return None
-        what = pieces.labels[0].rsplit(" ", 1)[0] if pieces.labels else "piece"  # the kind's own word: expert, leaf
+        what = getattr(controller.program, "piece_names", ("piece",))[0]  # the kind's own word: expert, leaf, region
         try:
             with tempfile.TemporaryDirectory() as tmp:
                 svg = usage_figure(controller, states, Path(tmp) / "usage.svg",
