@@ -60,7 +60,7 @@ class ParameterLayout:
     """Which numbers of a program ARS moves, as one flat vector ``theta`` (in normalised-observation units).
 
     ``groups`` are the affine maps searched, each ``(intercept (P, A), coef (P, A, D), intercept mask (P, A),
-    coef mask (P, A, D))``: the program's pieces and, for a mixture with a linear router, the router (one
+    coef mask (P, A, D))``: the program's pieces and its kind's routing maps (a mixture's linear router: one
     piece of ``n_experts`` outputs).
     """
 
@@ -88,12 +88,11 @@ class ParameterLayout:
         w_mask &= b_mask[:, :, None]
         intercepts, coefs = [pieces.intercept.copy()], [pieces.coef.copy()]
         b_masks, w_masks = [b_mask], [w_mask]
-        router = getattr(program, "router_coef", None)
-        if router is not None and getattr(program, "router", "") == "linear" and len(program.router_intercept):
-            intercepts.append(program.router_intercept[None].copy())
-            coefs.append(program.router_coef[None].copy())
-            b_masks.append(np.ones((1, len(program.router_intercept)), dtype=bool))
-            w_masks.append(program.router_coef[None] != 0.0)
+        for b, w in program.routing_maps():  # type: ignore[attr-defined]  # a mixture's linear router, say
+            intercepts.append(b[None].copy())
+            coefs.append(w[None].copy())
+            b_masks.append(np.ones((1, len(b)), dtype=bool))
+            w_masks.append(w[None] != 0.0)
         return cls(program, intercepts, coefs, b_masks, w_masks)
 
     @property
@@ -128,11 +127,7 @@ class ParameterLayout:
             w_raw = w / std
             folded.append((b - w_raw @ mean, w_raw))
         prog = self.program.with_affine_pieces(*folded[0])
-        if len(folded) > 1:
-            import dataclasses
-
-            prog = dataclasses.replace(prog, router_intercept=folded[1][0][0], router_coef=folded[1][1][0])
-        return prog
+        return prog.with_routing_maps([(b[0], w[0]) for b, w in folded[1:]])
 
 
 def _merge(a: tuple[float, np.ndarray, np.ndarray], b: tuple[float, np.ndarray, np.ndarray]

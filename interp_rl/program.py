@@ -349,6 +349,18 @@ class ProgramBase:
         """The same program with its pieces' parameters replaced (structure and bounds kept)."""
         raise TypeError(f"A {self.kind} program is not piecewise affine.")
 
+    def routing_maps(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Affine maps of the observations besides the pieces that choose which piece acts and that a search
+        may move with them, ``[(intercept (k,), coef (k, obs_dim)), ...]`` (a mixture's linear router); none by
+        default."""
+        return []
+
+    def with_routing_maps(self, maps: Sequence[tuple[np.ndarray, np.ndarray]]) -> Program:
+        """The same program with :meth:`routing_maps` replaced (as many, of the same shapes)."""
+        if maps:
+            raise TypeError(f"A {self.kind} program has no routing maps to replace.")
+        return self  # type: ignore[return-value]
+
     @classmethod
     def from_scratch(cls, obs_dim: int, low: np.ndarray, high: np.ndarray) -> Program:
         """A program of this kind that a search can start from with nothing learnt (all zero), for ``obs_dim``

@@ -273,4 +273,19 @@ def test_a_distillation_fine_tuned_by_ars_and_a_resume_from_before_rl_search(tmp
         run_job(METHODS["linear"], sac, {**cfg, "rl_search": "ars"}, out, resume=True)
     run_job(METHODS["linear"], sac, cfg, out, resume=True)
     metrics = run_job(METHODS["linear"], sac, {**cfg, "rl_steps": 3000, "rl_search": "ars"}, tmp_path / "ars")
-    assert metrics["rl"]["critic"] == "none" and [h["step"] for h in metrics["rl"]["history"]] == [0, 18000]  # 2 + 16 episodes
+    assert metrics["rl"]["critic"] == "none" and [h["step"] for h in metrics["rl"]["history"]] == [0, 4000]
+    # the task's ARS settings (Swimmer: one direction, no normalisation, so no warm-up): 2 iterations of 2 episodes
+
+
+def test_each_task_gets_the_papers_ars_settings_and_others_the_default() -> None:
+    from distill.ars import ars_task_settings
+    from distill.rl import _ars_settings
+
+    assert ars_task_settings("HalfCheetah-v5") == {"n_directions": 32, "top_directions": 4, "step_size": 0.02,
+                                                   "noise": 0.03, "alive_bonus_offset": 0, "normalize": True}
+    assert ars_task_settings("Walker2d-v5")["alive_bonus_offset"] == -1
+    assert ars_task_settings("Swimmer-v5")["normalize"] is False
+    assert ars_task_settings("InvertedPendulum-v5") == {"n_directions": 8, "top_directions": 4, "step_size": 0.02,
+                                                        "noise": 0.025, "normalize": True}
+    ARS(**ars_task_settings("Ant-v5"))._validate_params()  # every entry is a valid ARS
+    assert _ars_settings(None) == {} and _ars_settings("NoSuchTask-v0") == {}

@@ -403,6 +403,21 @@ class MixtureProgram(ProgramBase):
     def with_affine_pieces(self, intercept: np.ndarray, coef: np.ndarray) -> MixtureProgram:
         return dataclasses.replace(self, expert_intercept=intercept, expert_coef=coef)
 
+    def routing_maps(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """A linear router's scores ``router_intercept + router_coef @ x``; none for routing trees."""
+        if self.router != "linear" or not len(self.router_intercept):
+            return []
+        return [(self.router_intercept.copy(), self.router_coef.copy())]
+
+    def with_routing_maps(self, maps: Sequence[tuple[np.ndarray, np.ndarray]]) -> MixtureProgram:
+        if len(maps) != len(self.routing_maps()):
+            raise TypeError(f"This mixture has {len(self.routing_maps())} routing map(s), not {len(maps)}.")
+        if not maps:
+            return self
+        (b, w), = maps
+        return dataclasses.replace(self, router_intercept=np.asarray(b, dtype=np.float64),
+                                   router_coef=np.asarray(w, dtype=np.float64))
+
     def regions(self) -> list[Region]:
         """Where each expert acts: for a linear router the polyhedron where its score is the largest (one row
         ``(w_j - w_m) @ x <= b_m - b_j`` per other expert ``j``; ties belong to both), for a routing tree each
