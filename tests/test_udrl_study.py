@@ -1,0 +1,70 @@
+"""The UDRL study (``benchmarks/studies/udrl.py``) on a tiny budget: its record, its report, and a rerun that reuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.studies import udrl
+
+TINY = ["run", "--task", "CartPole-v1", "--steps", "600", "--seeds", "0", "--estimators", "forest", "--baselines",
+        "ppo", "--episodes", "2", "--eval-every", "256",
+        *[x for hp in ("n_trees=5", "warmup_episodes=5", "episodes_per_iter=5", "top_episodes=5", "buffer_episodes=20",
+                       "eval_episodes=1") for x in ("--udrl-hp", hp)]]
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], Path, Path]:
+    tmp = tmp_path_factory.mktemp("udrl-study")
+    args = [*TINY, "--work", str(tmp / "work"), "--out", str(tmp / "out")]
+    udrl.main(args)
+    return args, tmp / "work", tmp / "out"
+
+
+def test_the_run_records_every_run_and_the_report_rebuilds_from_the_record(study: tuple[list[str], Path, Path]) -> None:
+    _, _, out = study
+    record = udrl.read_json(out / "udrl_CartPole-v1.json")
+    assert [(r["method"], r["estimator"], r["seed"]) for r in record["runs"]] == [("udrl", "forest", 0), ("ppo", "", 0)]
+    for r in record["runs"]:
+        assert len(r["returns"]) == 2 and r["env_steps"] >= 600 and r["curve"] and r["size"]["parameters"] > 0
+        assert [s for s, _ in r["curve"]] == sorted(s for s, _ in r["curve"])
+    forest = record["runs"][0]
+    assert forest["played"] == "controller" and forest["size"]["trees"] == 5 and forest["same_as_train_eval"]
+    assert record["settings"]["udrl-forest"]["n_trees"] == 5 and record["settings"]["ppo"]["checkpoint_every"] == 256
+    assert record["commands"][0].startswith("python -m benchmarks.studies.udrl run --task CartPole-v1 --steps 600 ")
+    assert "--udrl-hp n_trees=5" in record["commands"][0] and "--work" not in record["commands"][0]
+    written = (out / "report.md").read_bytes()
+    assert udrl.PAPER.encode() in written and (out / "figures" / "curves-CartPole-v1.png").is_file()
+    (out / "report.md").unlink()
+    udrl.main(["report", "--out", str(out)])
+    assert (out / "report.md").read_bytes() == written
+
+
+def test_a_second_run_reads_the_finished_runs_back(study: tuple[list[str], Path, Path],
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    args, work, out = study
+    kept = [work / "CartPole-v1-udrl-forest-seed0" / "metrics.json", work / "CartPole-v1-udrl-forest-seed0" /
+            "controller.json", work / "CartPole-v1-ppo-seed0" / "teacher.json", work / "CartPole-v1-ppo-seed0" /
+            "model.zip"]
+    before = [(p.stat().st_mtime_ns, p.read_bytes()) for p in kept]
+    record = (out / "udrl_CartPole-v1.json").read_bytes()
+    capsys.readouterr()
+    udrl.main(args)
+    said = capsys.readouterr().out
+    assert "udrl forest seed 0: finished before" in said and "ppo seed 0: finished before" in said
+    assert "training in" not in said
+    assert [(p.stat().st_mtime_ns, p.read_bytes()) for p in kept] == before
+    assert (out / "udrl_CartPole-v1.json").read_bytes() == record
+
+
+@pytest.mark.parametrize("part", [["run"], ["report"]])
+def test_an_out_that_is_a_file_is_refused_in_one_line(tmp_path: Path, part: list[str]) -> None:
+    afile = tmp_path / "notes.txt"
+    afile.write_text("not a folder")
+    for out in (afile, afile / "below"):
+        with pytest.raises(SystemExit) as stop:
+            udrl.main([*part, "--out", str(out), *(["--work", str(tmp_path / "work")] if part == ["run"] else [])])
+        message = str(stop.value.code)
+        assert message.startswith("Error: --out ") and str(out) in message and "\n" not in message, message
+    assert afile.read_text() == "not a folder" and not (tmp_path / "work").exists()
