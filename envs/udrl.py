@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from envs.registry import get_task, task_signals
@@ -47,7 +48,7 @@ from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.kinds.forest import COMMAND_FEATURES, ForestProgram, forest_from_sklearn
 from interp_rl.program import Controller
 
-__all__ = ["ESTIMATORS", "CommandObservation", "UDRLConfig", "train_udrl"]
+__all__ = ["ESTIMATORS", "CommandEnv", "CommandObservation", "UDRLConfig", "command_env_factory", "train_udrl"]
 
 #: ``--estimator`` choices: a forest of the ICAART 2025 paper, one tree, or the paper's network.
 ESTIMATORS = ("forest", "extra-trees", "tree", "nn")
@@ -132,6 +133,33 @@ class CommandObservation:
         """The command for the next step: the return still wanted, one step fewer (at least one)."""
         self.desired_return -= float(reward)
         self.desired_horizon = max(self.desired_horizon - 1.0, 1.0)
+
+
+class CommandEnv(gym.Wrapper):  # type: ignore[type-arg]
+    """The task's environment with the UDRL command appended to every observation.
+
+    The observation becomes ``(obs..., desired_return, desired_horizon)``, what a UDRL controller reads; each reset
+    starts from the given command and each step updates it as :class:`CommandObservation` does (the
+    reward subtracted from ``desired_return``, one step fewer in ``desired_horizon``, never below 1). A saved UDRL
+    controller then plays through :func:`interp_rl.rollouts.evaluate` like any controller.
+    """
+
+    def __init__(self, env: gym.Env, desired_return: float, desired_horizon: float) -> None:
+        super().__init__(env)
+        self.start_command = (float(desired_return), float(desired_horizon))
+        dim = int(np.prod(env.observation_space.shape)) + 2
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (dim,), np.float64)
+        self._command: Any = None
+
+    def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
+        obs, info = self.env.reset(**kwargs)
+        self._command = CommandObservation(*self.start_command)
+        return self._command.inputs(obs), info
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._command.step(float(reward))
+        return self._command.inputs(obs), float(reward), terminated, truncated, info
 
 
 @dataclass
@@ -285,6 +313,21 @@ class _Runner:
 
 
 # ------------------------------------------------------------------------------ checkpoints
+def command_env_factory(env_fn: Any, command: dict[str, Any]) -> Any:
+    """``env_fn(seed)`` wrapped in :class:`CommandEnv` at ``command`` (``desired_return``, ``desired_horizon``, as a
+    UDRL controller's metadata keeps it): what a saved UDRL controller plays in."""
+    try:
+        target, horizon = float(command["desired_return"]), float(command["desired_horizon"])
+    except (KeyError, TypeError, ValueError):
+        raise InvalidParameterError(f"A UDRL command needs desired_return and desired_horizon; got "
+                                    f"{command!r}.") from None
+
+    def make(seed: int) -> CommandEnv:
+        return CommandEnv(env_fn(seed), target, horizon)
+
+    return make
+
+
 def _save_checkpoint(folder: Path, buffer: list[_Episode], state: dict[str, Any]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     lengths = np.array([len(e) for e in buffer], dtype=np.int64)

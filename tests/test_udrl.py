@@ -84,6 +84,19 @@ def test_udrl_is_deterministic_and_resumes_to_the_same_run(cartpole: tuple[UDRLC
         train_udrl(replace(cut, n_trees=6), resume=True)
 
 
+def test_interp_rl_evaluate_plays_a_saved_forest_at_its_command(cartpole: tuple[UDRLConfig, dict[str, Any]],
+                                                                 tmp_path: Path) -> None:
+    """The CLI runs the controller in the task with its command appended and kept (``envs.udrl.CommandEnv``): on
+    the final evaluation's seeds it gives train_udrl's own returns."""
+    cfg, m = cartpole
+    seed = 1_000_000 + cfg.seed * 1000  # train_udrl's final evaluation episodes
+    res = runner.invoke(app, ["evaluate", cfg.out, "--episodes", str(m["eval"]["episodes"]), "--seed", str(seed),
+                              "--json", str(tmp_path / "e.json")])
+    assert res.exit_code == 0, res.output
+    played = json.loads((tmp_path / "e.json").read_text())
+    assert played["returns"] == m["eval"]["returns"] and played["task"] == "CartPole-v1"
+
+
 def test_the_cli_trains_a_single_tree_and_checks_its_options(tmp_path: Path) -> None:
     out = tmp_path / "tree"
     res = runner.invoke(app, ["train", "--algo", "udrl", "--estimator", "tree", "--env", "CartPole-v1", "--steps",

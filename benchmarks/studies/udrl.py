@@ -14,7 +14,7 @@ sets fields of :class:`envs.udrl.UDRLConfig`) and one SB3 agent per baseline and
 5 evaluation episodes at every checkpoint, every ``--eval-every`` steps). A run that finished before is read back,
 an interrupted one resumed from its checkpoint. Each final agent is then played greedily for ``--episodes`` fresh
 episodes (seeds 1000 on): the UDRL forest as its saved ``controller.json`` with the command it was saved with
-(:class:`CommandEnv` appends the command to the observations, so :func:`interp_rl.rollouts.evaluate` plays it like
+(:class:`envs.udrl.CommandEnv` appends the command to the observations, so :func:`interp_rl.rollouts.evaluate` plays it like
 any controller), the SB3 agent as its saved model. DQN is for discrete tasks only: on a continuous task it is
 skipped with a note. The record ``udrl_TASK.json`` (settings, every run with its learning curve, the commands)
 goes to ``--out``; then ``report`` rebuilds ``report.md`` from the records alone.
@@ -27,12 +27,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
 from benchmarks.studies._common import add_out, new_report, parse, read_json, write_json, write_report
 
-__all__ = ["PAPER", "CommandEnv", "baseline_run", "main", "play_udrl", "report", "run", "udrl_run"]
+__all__ = ["PAPER", "baseline_run", "main", "play_udrl", "report", "run", "udrl_run"]
 
 OUT = "benchmarks/results/udrl"
 WORK = "udrl-runs"
@@ -47,35 +46,6 @@ PAPER = ("Cardenas-Cartagena, Falzari, Zullich and Sabatelli (ICAART 2025) compa
 _UDRL_OWN = ("task", "steps", "out", "seed", "estimator")
 
 
-class CommandEnv(gym.Wrapper):  # type: ignore[type-arg]
-    """The task's environment with the UDRL command appended to every observation.
-
-    The observation becomes ``(obs..., desired_return, desired_horizon)``, what a UDRL controller reads; each reset
-    starts from the given command and each step updates it as :class:`envs.udrl.CommandObservation` does (the
-    reward subtracted from ``desired_return``, one step fewer in ``desired_horizon``, never below 1). A saved UDRL
-    controller then plays through :func:`interp_rl.rollouts.evaluate` like any controller.
-    """
-
-    def __init__(self, env: gym.Env, desired_return: float, desired_horizon: float) -> None:
-        super().__init__(env)
-        self.start_command = (float(desired_return), float(desired_horizon))
-        dim = int(np.prod(env.observation_space.shape)) + 2
-        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (dim,), np.float64)
-        self._command: Any = None
-
-    def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
-        from envs.udrl import CommandObservation
-
-        obs, info = self.env.reset(**kwargs)
-        self._command = CommandObservation(*self.start_command)
-        return self._command.inputs(obs), info
-
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self._command.step(float(reward))
-        return self._command.inputs(obs), float(reward), terminated, truncated, info
-
-
 def play_udrl(folder: Path, episodes: int, seed: int = EVAL_SEED) -> tuple[Any, Any]:
     """Play the saved UDRL controller in ``folder`` greedily at the command it was saved with.
 
@@ -85,6 +55,7 @@ def play_udrl(folder: Path, episodes: int, seed: int = EVAL_SEED) -> tuple[Any, 
         The controller and the :class:`~interp_rl.rollouts.EvalResult` (episode ``i`` reset with ``seed + i``).
     """
     from envs import env_factory
+    from envs.udrl import CommandEnv
     from interp_rl.program import load_controller
     from interp_rl.rollouts import evaluate
 
@@ -92,7 +63,7 @@ def play_udrl(folder: Path, episodes: int, seed: int = EVAL_SEED) -> tuple[Any, 
     command = ctrl.metadata["command"]
     make = env_factory(ctrl.task)
 
-    def env_fn(s: int) -> gym.Env:
+    def env_fn(s: int) -> Any:
         return CommandEnv(make(s), command["desired_return"], command["desired_horizon"])
 
     return ctrl, evaluate(ctrl, env_fn, episodes, seed=seed, task=ctrl.task)

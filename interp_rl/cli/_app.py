@@ -166,6 +166,11 @@ def _controller_env(ctrl: Any, env: str | None) -> tuple[Any, str]:
         raise InterpRLError("The controller does not name its task; pass --env TASK.")
     variant = EnvVariant(**ctrl.metadata.get("teacher", {}).get("variant", {}))
     n_obs = len(get_task(task).observation_features(variant))
+    command = ctrl.metadata.get("command")
+    if isinstance(command, dict) and ctrl.program.obs_dim == n_obs + 2:  # UDRL: it also reads its command
+        from envs.udrl import command_env_factory
+
+        return command_env_factory(env_factory(task, variant), command), task
     if n_obs != ctrl.program.obs_dim:
         raise InterpRLError(f"The controller observes {ctrl.program.obs_dim} features, but {task} gives {n_obs}; "
                             "is it a controller for another task?")
