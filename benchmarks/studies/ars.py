@@ -110,11 +110,20 @@ def workers(env: str, iterations: int) -> dict[str, Any]:
             t0 = time.perf_counter()
             metrics = _job(env, Path(tmp) / "run", steps=steps, seed=0, workers=n, resume=False)
             wall = time.perf_counter() - t0
-            programs.append((Path(tmp) / "run" / "controller.json").read_text())
+            programs.append(_program_json(Path(tmp) / "run"))
         runs.append({"workers": n, "search_seconds": metrics["wall_seconds"], "wall_seconds": wall,
                      "env_steps": metrics["env_steps"]})
         print(f"{n} worker(s): {metrics['wall_seconds']:.1f} s searching, {wall:.1f} s in all", flush=True)
     return {"env": env, "iterations": iterations, "runs": runs, "same_controller": programs[0] == programs[1]}
+
+
+def _program_json(folder: Path) -> str:
+    """The controller's program as JSON (its metadata, which names the executor and the workers, left out)."""
+    import json
+
+    from interp_rl.program import load_controller
+
+    return json.dumps(load_controller(folder).program.to_dict(), sort_keys=True)
 
 
 def _horizon(env: str) -> int:
@@ -152,7 +161,7 @@ def ray_cluster(env: str, iterations: int) -> dict[str, Any]:
                 if cluster is not None:
                     ray.shutdown()
                     cluster.shutdown()
-            controllers.append((Path(tmp) / "run" / "controller.json").read_text())
+            controllers.append(_program_json(Path(tmp) / "run"))
         runs.append({"executor": executor, "search_seconds": metrics["wall_seconds"],
                      "env_steps": metrics["env_steps"], "cluster_nodes": nodes,
                      "nodes_used": metrics.get("ray_nodes")})

@@ -1,0 +1,24 @@
+"""The ARS study's parts on a small task: one worker against two, and a two-node Ray cluster against a process
+pool, each giving the same controller (``benchmarks.studies.ars``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.studies import ars
+
+
+def test_one_and_two_workers_give_the_same_controller() -> None:
+    record = ars.workers("InvertedPendulum-v5", 1)
+    assert record["same_controller"] is True
+    assert [r["workers"] for r in record["runs"]] == [1, 2]
+    assert record["runs"][0]["env_steps"] == record["runs"][1]["env_steps"] > 0
+
+
+def test_a_two_node_ray_cluster_gives_the_process_pools_controller() -> None:
+    pytest.importorskip("ray")
+    record = ars.ray_cluster("InvertedPendulum-v5", 1)
+    assert record["same_controller"] is True
+    pool, cluster = record["runs"]
+    assert pool["executor"] == "process" and cluster["executor"] == "ray"
+    assert cluster["cluster_nodes"] == 2 and cluster["nodes_used"] == 2
