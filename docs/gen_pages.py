@@ -32,6 +32,7 @@ STUDIES = {
     "attribution": "Shapley attribution against exact values and shap's explainers: accuracy and speed",
     "dyna": "the Dyna loop on a SINDy surrogate against model-free SAC, in real steps",
     "verification": "the benchmark's trees and mixtures checked against domain rules, and repaired",
+    "ars": "augmented random search in the linear class: from scratch against the zoo, workers, a Ray cluster, imports",
 }
 
 
