@@ -15,8 +15,8 @@ sets fields of :class:`envs.udrl.UDRLConfig`) and one SB3 agent per baseline and
 an interrupted one resumed from its checkpoint. Each final agent is then played greedily for ``--episodes`` fresh
 episodes (seeds 1000 on): the UDRL forest as its saved ``controller.json`` with the command it was saved with
 (:class:`envs.udrl.CommandEnv` appends the command to the observations, so :func:`interp_rl.rollouts.evaluate`
-plays it like any controller), the SB3 agent as its saved model. DQN is for discrete tasks only: on a continuous task it is
-skipped with a note. The record ``udrl_TASK.json`` (settings, every run with its learning curve, the commands)
+plays it like any controller), the SB3 agent as its saved model. DQN is for discrete tasks only: on a continuous
+task it is skipped with a note. The record ``udrl_TASK.json`` (settings, every run with its learning curve, the commands)
 goes to ``--out``; then ``report`` rebuilds ``report.md`` from the records alone.
 """
 
