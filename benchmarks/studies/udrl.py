@@ -16,8 +16,8 @@ an interrupted one resumed from its checkpoint. Each final agent is then played 
 episodes (seeds 1000 on): the UDRL forest as its saved ``controller.json`` with the command it was saved with
 (:class:`envs.udrl.CommandEnv` appends the command to the observations, so :func:`interp_rl.rollouts.evaluate`
 plays it like any controller), the SB3 agent as its saved model. DQN is for discrete tasks only: on a continuous
-task it is skipped with a note. The record ``udrl_TASK.json`` (settings, every run with its learning curve, the commands)
-goes to ``--out``; then ``report`` rebuilds ``report.md`` from the records alone.
+task it is skipped with a note. The record ``udrl_TASK.json`` (settings, every run with its learning curve, the
+commands) goes to ``--out``; then ``report`` rebuilds ``report.md`` from the records alone.
 """
 
 from __future__ import annotations
