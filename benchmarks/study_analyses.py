@@ -181,8 +181,10 @@ def warm_curve(rec: dict[str, Any]) -> tuple[list[int], list[float]]:
     the training from scratch's checkpoints."""
     d = rec.get("details") or {}
     if d.get("scratch"):
-        hist = d["scratch"].get("history") or []
-        return [int(h["step"]) for h in hist], [float(h["eval_return"]) for h in hist]
+        hist = [h for h in d["scratch"].get("history") or []  # ARS has no checkpoint evaluations: its own mean
+                if (h.get("eval_return") if h.get("eval_return") is not None else h.get("recent_return")) is not None]
+        return [int(h["step"]) for h in hist], [float(h["eval_return"] if h.get("eval_return") is not None
+                                                      else h["recent_return"]) for h in hist]
     xs, ys, steps = [], [], 0
     for row in d.get("dagger_history") or []:
         steps = int(row["samples"])

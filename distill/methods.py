@@ -375,11 +375,14 @@ register_method(Method(
     description="sparse linear policy, one equation per action (DAgger)",
     size="max_terms",
     make=lambda: Distillation(dagger=DAgger(LinearPolicy()), rl=CriticTuner(), sweep_param="max_terms",
-                              repair=FailureRepair()),
+                              repair=FailureRepair(), scratch=ScratchTrainer(algo="ars")),
     options=(
         Option("max_terms", ("dagger__student__max_terms",), "Features per action (none: all)."),
         Option("alpha", ("dagger__student__alpha",), "Ridge penalty on standardised features.", float),
-        *_dagger_options(("dagger__seed", "rl__seed", "repair__seed")),
+        Option("scratch_steps", ("scratch__n_steps",), "Instead of distilling, search a dense linear policy by "
+               "augmented random search from zeros for this many environment steps on the teacher's task (the "
+               "task's ARS settings); the teacher is only the yardstick (0: off).", int),
+        *_dagger_options(("dagger__seed", "rl__seed", "scratch__seed", "repair__seed")),
         *_sweep_options("--max-terms"),
         *_repair_options(),
         *_restart_options(),

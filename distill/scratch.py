@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from sklearn.base import BaseEstimator
 
 from interp_rl._validation import check_choice, check_int
@@ -25,8 +26,9 @@ from interp_rl.teachers import Teacher
 
 __all__ = ["ScratchTrainer"]
 
-#: The algorithms that train a mixture actor (``interp-rl train --policy moe``).
-SCRATCH_ALGOS = ("sac", "ppo", "a2c", "trpo")
+#: The algorithms that train a mixture actor (``interp-rl train --policy moe``), and ARS, which searches any kind
+#: that starts from zeros (a linear policy: ``interp-rl train --algo ars --policy linear``).
+SCRATCH_ALGOS = ("sac", "ppo", "a2c", "trpo", "ars")
 
 
 class ScratchTrainer(BaseEstimator):
@@ -36,8 +38,10 @@ class ScratchTrainer(BaseEstimator):
     ----------
     n_steps : int, default=0
         Environment steps (0: off; the method distils as usual).
-    algo : {'sac', 'ppo', 'a2c', 'trpo'}, default='sac'
-        The RL algorithm (SMOSE used SAC), with the toolkit's shipped hyperparameters for the task.
+    algo : {'sac', 'ppo', 'a2c', 'trpo', 'ars'}, default='sac'
+        The RL algorithm (SMOSE used SAC), with the toolkit's shipped hyperparameters for the task. ``'ars'``
+        is augmented random search over the student's own kind from all zeros (:class:`distill.ars.ARS` with
+        the task's settings, one process), for kinds that can start from nothing (a linear policy).
     seed : int, default=0
         Seeds the environments, the networks and the exploration.
     eval_episodes : int, default=5
@@ -79,6 +83,8 @@ class ScratchTrainer(BaseEstimator):
         from interp_rl.program import load_controller
 
         self._validate_params()
+        if self.algo == "ars":
+            return self._fit_ars(student, teacher, Path(checkpoint_dir), resume, progress)
         if getattr(student, "n_experts", None) is None:  # what SB3 trains here: a mixture actor of n experts
             raise InterpRLError(f"RL from scratch trains mixtures of linear experts; this method's student is a "
                                 f"{getattr(student, 'program_kind', type(student).__name__)} (use the moe method).")
@@ -110,4 +116,41 @@ class ScratchTrainer(BaseEstimator):
                                 f"the teacher's {teacher.task} gives {len(names)}.")
         self.student_ = type(student).from_program(controller.program)
         self.meta_ = json.loads(json.dumps(meta, default=str))
+        return self
+
+    def _fit_ars(self, student: Any, teacher: Teacher, run: Path, resume: bool,
+                 progress: Callable[[dict[str, Any]], None] | None) -> ScratchTrainer:
+        """``algo='ars'``: :func:`distill.ars.run_ars_job` from the student's kind at zero, in ``run``."""
+        from distill.ars import ARS, ars_task_settings, run_ars_job
+        from interp_rl.program import PROGRAMS, load_controller
+
+        kind = getattr(student, "program_kind", None)
+        try:
+            PROGRAMS[kind].from_scratch(1, np.zeros(1), np.ones(1))  # type: ignore[index]
+        except (KeyError, TypeError):
+            raise InterpRLError(f"ARS from scratch searches a kind that starts from zeros (a linear policy); this "
+                                f"method's student is a {kind or type(student).__name__}, whose structure must be "
+                                "learnt first (distil it, then fine-tune with rl_search='ars').") from None
+        env_fn = getattr(teacher, "env_fn", None)
+        if env_fn is None:
+            raise InterpRLError(f"ARS from scratch needs the teacher's environment; {type(teacher).__name__} has "
+                                "none.")
+        t0 = time.perf_counter()
+
+        def tell(row: dict[str, Any]) -> None:
+            if progress is not None:
+                progress({"phase": "scratch", "step": row["env_steps"], "total": self.n_steps,
+                          "return_mean": row["return_mean"]})
+
+        ars = ARS(seed=self.seed, **ars_task_settings(teacher.task))
+        metrics = run_ars_job(ars, kind, env_fn, run, steps=self.n_steps, task=teacher.task,
+                              resume=resume and (run / "checkpoint").is_dir(), eval_episodes=self.eval_episodes,
+                              progress=tell)
+        self.history_ = [{"step": h["env_steps"], "eval_return": None, "recent_return": h["return_mean"],
+                          "seconds": h["seconds"]} for h in metrics["history"]]
+        self.seconds_ = max(float(metrics["wall_seconds"]), time.perf_counter() - t0)
+        program = load_controller(run / "controller.json").program
+        self.student_ = type(student).from_program(program)
+        self.meta_ = {"model_step": metrics["env_steps"], "model_eval_return": metrics["eval_return_mean"],
+                      "ars": {k: metrics[k] for k in ("config", "iterations", "n_parameters")}}
         return self

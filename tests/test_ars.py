@@ -277,6 +277,30 @@ def test_a_distillation_fine_tuned_by_ars_and_a_resume_from_before_rl_search(tmp
     # the task's ARS settings (Swimmer: one direction, no normalisation, so no warm-up): 2 iterations of 2 episodes
 
 
+def test_a_linear_cell_searched_by_ars_from_scratch_instead_of_distilled(tmp_path: Path, teachers) -> None:  # noqa: ANN001
+    """``distill linear --scratch-steps N``: ARS from zeros on the teacher's task (its settings), the teacher only
+    the yardstick; a dense linear policy, and the same one when the job is run again."""
+    from distill import METHODS, TreePolicy, run_job
+    from distill.scratch import ScratchTrainer
+    from interp_rl.errors import InterpRLError
+    from interp_rl.program import load_controller
+
+    sac = teachers["sac_swimmer"]
+    cfg = {"scratch_steps": 4000, "eval_episodes": 1, "fidelity_steps": 200, "attribution_states": 0,
+           "rl_steps": 0, "noise_levels": ""}
+    metrics = run_job(METHODS["linear"], sac, cfg, tmp_path / "a")
+    assert metrics["scratch"]["algo"] == "ars" and metrics["scratch"]["steps"] == 4000
+    assert [h["step"] for h in metrics["scratch"]["history"]] == [2000, 4000]  # Swimmer: 1 direction, 2 episodes
+    program = load_controller(tmp_path / "a").program
+    assert program.kind == "linear" and np.count_nonzero(program.coef) == program.coef.size  # dense
+    again = run_job(METHODS["linear"], sac, cfg, tmp_path / "b")
+    assert load_controller(tmp_path / "b").program.to_dict() == program.to_dict()
+    assert again["scratch"]["history"] == [{**h, "seconds": again["scratch"]["history"][i]["seconds"]}
+                                           for i, h in enumerate(metrics["scratch"]["history"])]
+    with pytest.raises(InterpRLError, match="ARS from scratch searches a kind that starts from zeros"):
+        ScratchTrainer(n_steps=10, algo="ars").fit(TreePolicy(), sac, checkpoint_dir=tmp_path / "c")
+
+
 def test_each_task_gets_the_papers_ars_settings_and_others_the_default() -> None:
     from distill.ars import ars_task_settings
     from distill.rl import _ars_settings
