@@ -259,6 +259,8 @@ def report(out: Path) -> Path:
                      f"{sum(r['env_steps'] for r in d['runs']) / len(d['runs']):,.0f} each", "", "", ""])
         doc.table(["seed", f"return, {d['episodes']} episodes", "worst episode", "environment steps", "iterations",
                    "parameters", "wall time"], rows)
+        doc.p("Wall time is the search's own, beside whatever else the machine was running then; the section on "
+              "workers times the search on an otherwise idle machine.")
         if d.get("zoo"):
             doc.p(f"The RL Baselines3 Zoo's ARS agent on this task (a linear policy, 12,500,000 steps) returns "
                   f"{d['zoo']:.0f} on -v5: the controllers here keep {100 * pooled.mean() / d['zoo']:.0f}% of it "
