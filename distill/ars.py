@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -471,20 +471,30 @@ _ZOO_NAMES = {"n_delta": "n_directions", "n_top": "top_directions", "learning_ra
               "delta_std": "noise", "alive_bonus_offset": "alive_bonus_offset", "normalize": "normalize"}
 
 
-def ars_task_settings(task: str) -> dict[str, Any]:
-    """The task's ARS settings (``envs/hyperparams/ars.yml``, the zoo's copy of the paper's table) as
-    :class:`ARS` parameters: ``n_delta`` is ``n_directions``, ``n_top`` ``top_directions``, ``learning_rate``
-    ``step_size`` and ``delta_std`` ``noise``; a task the table lacks gets its ``default`` entry.
+def ars_settings(table: Mapping[str, Any]) -> dict[str, Any]:
+    """A task's ARS entry in the zoo's names (``envs/hyperparams/ars.yml``, the paper's table: ``n_delta``,
+    ``n_top``, ``learning_rate``, ``delta_std``, ...) as :class:`ARS` parameters: ``n_delta`` is ``n_directions``,
+    ``n_top`` ``top_directions``, ``learning_rate`` ``step_size`` and ``delta_std`` ``noise``; other keys (the
+    policy, the number of environments) are not ARS's.
 
-    >>> ars_task_settings("HalfCheetah-v5")["n_directions"]
-    32
+    >>> ars_settings({"n_delta": 32, "n_top": 4, "delta_std": 0.03, "learning_rate": 0.02, "policy": "LinearPolicy"})
+    {'n_directions': 32, 'top_directions': 4, 'noise': 0.03, 'step_size': 0.02, 'normalize': False}
     """
-    from envs.training import default_hyperparams
-
-    table = default_hyperparams("ars", task)
     settings = {_ZOO_NAMES[k]: v for k, v in table.items() if k in _ZOO_NAMES}
     settings["normalize"] = bool(settings.get("normalize", False))
     return settings
+
+
+def teacher_ars_settings(teacher: Any) -> dict[str, Any]:
+    """The ARS settings of ``teacher``'s task, from its ``default_hyperparams("ars")`` (teachers loaded by
+    :func:`envs.load_teacher` have it); ARS's own defaults for a teacher without, or a task without an entry."""
+    table = getattr(teacher, "default_hyperparams", None)
+    if not callable(table):
+        return {}
+    try:
+        return ars_settings(table("ars"))
+    except InterpRLError:
+        return {}
 
 
 def ars_chunks(n_directions: int, workers: int) -> Sequence[np.ndarray]:

@@ -219,17 +219,6 @@ def _value_critic(policy: Any, reward_scale: float, obs_dim: int, act_dim: int) 
     return ValueTwin()
 
 
-def _ars_settings(task: str | None) -> dict[str, Any]:
-    """The ARS settings of ``task`` (its entry in ``envs/hyperparams/ars.yml``); ARS's defaults for a task not
-    in the registry."""
-    from distill.ars import ars_task_settings
-
-    try:
-        return ars_task_settings(task) if task else {}
-    except (InterpRLError, KeyError):
-        return {}
-
-
 class CriticTuner(BaseEstimator):
     """Fine-tune a distilled controller's affine pieces on the return (TD3+BC, critic warm-started).
 
@@ -286,7 +275,7 @@ class CriticTuner(BaseEstimator):
         Seeds the episodes, the noise and the batches.
     search : {'td3', 'ars'}, default='td3'
         How the pieces are searched: TD3 as described above, or augmented random search
-        (:class:`distill.ars.ARS`, V2-t with the teacher's task's settings, :func:`distill.ars.ars_task_settings`,
+        (:class:`distill.ars.ARS`, V2-t with the teacher's task's settings, :func:`distill.ars.teacher_ars_settings`,
         ``n_steps`` environment steps, no critic;
         the start and the end are scored on the held-out episodes and the better one is kept).
     checkpoint_dir : str or Path, default=None
@@ -420,7 +409,7 @@ class CriticTuner(BaseEstimator):
         check_teacher(teacher, "CriticTuner")
         env_fn = env_fn if env_fn is not None else teacher.env_fn
         if self.search == "ars":
-            self._fit_ars(student, env_fn, progress, resume, getattr(teacher, "task", None))
+            self._fit_ars(student, env_fn, progress, resume, teacher)
             return self
         self.critic_source_ = self._critic_source(teacher)
         program = student._fitted_program()
@@ -441,16 +430,16 @@ class CriticTuner(BaseEstimator):
         return params
 
     def _fit_ars(self, student: Any, env_fn: EnvFn, progress: Callable[[dict[str, Any]], None] | None,
-                 resume: bool, task: str | None) -> None:
+                 resume: bool, teacher: Teacher) -> None:
         """``search='ars'``: :class:`distill.ars.ARS` over the student's program for ``n_steps`` environment steps,
         its state in ``checkpoint_dir/ars``; the start and the end scored on the held-out episodes, the better kept."""
-        from distill.ars import ARS
+        from distill.ars import ARS, teacher_ars_settings
         from distill.ars import STATE_JSON as ARS_STATE
 
         ckpt = Path(self.checkpoint_dir) / "ars" if self.checkpoint_dir is not None else None
         t0 = time.perf_counter()
         first = {"step": 0, **self._score(student, env_fn), "seconds": 0.0}
-        ars = ARS(seed=self.seed, checkpoint_dir=ckpt, **_ars_settings(task))
+        ars = ARS(seed=self.seed, checkpoint_dir=ckpt, **teacher_ars_settings(teacher))
         again = resume and ckpt is not None and (ckpt / ARS_STATE).is_file()
         saved = json.loads((ckpt / ARS_STATE).read_text()) if again else None  # type: ignore[operator]
         earlier = float(saved["history"][-1]["seconds"]) if saved and saved["history"] else 0.0

@@ -121,7 +121,7 @@ class ScratchTrainer(BaseEstimator):
     def _fit_ars(self, student: Any, teacher: Teacher, run: Path, resume: bool,
                  progress: Callable[[dict[str, Any]], None] | None) -> ScratchTrainer:
         """``algo='ars'``: :func:`distill.ars.run_ars_job` from the student's kind at zero, in ``run``."""
-        from distill.ars import ARS, ars_task_settings, run_ars_job
+        from distill.ars import ARS, run_ars_job, teacher_ars_settings
         from interp_rl.program import PROGRAMS, load_controller
 
         kind = getattr(student, "program_kind", None)
@@ -142,7 +142,7 @@ class ScratchTrainer(BaseEstimator):
                 progress({"phase": "scratch", "step": row["env_steps"], "total": self.n_steps,
                           "return_mean": row["return_mean"]})
 
-        ars = ARS(seed=self.seed, **ars_task_settings(teacher.task))
+        ars = ARS(seed=self.seed, **teacher_ars_settings(teacher))
         metrics = run_ars_job(ars, kind, env_fn, run, steps=self.n_steps, task=teacher.task,
                               resume=resume and (run / "checkpoint").is_dir(), eval_episodes=self.eval_episodes,
                               progress=tell)

@@ -438,6 +438,13 @@ class SB3Teacher:
                           hyperparams=dict(hyperparams or {}))
         return train_teacher(cfg, resume=resume, progress_bar=False, on_checkpoint=on_checkpoint)
 
+    def default_hyperparams(self, algo: str) -> dict[str, Any]:
+        """The toolkit's shipped hyperparameters of ``algo`` on this teacher's task (``envs/hyperparams``), as
+        ``interp-rl train`` uses them; how :mod:`distill` reads a task's ARS settings without importing ``envs``."""
+        from envs.training import default_hyperparams
+
+        return default_hyperparams(algo, self.task)
+
     def _prepare(self, obs: Any) -> tuple[np.ndarray, bool]:
         arr, single = check_observations(
             obs, self.obs_dim, owner=f"the {self.algo.upper()} teacher", task=self.task,

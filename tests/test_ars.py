@@ -301,15 +301,19 @@ def test_a_linear_cell_searched_by_ars_from_scratch_instead_of_distilled(tmp_pat
         ScratchTrainer(n_steps=10, algo="ars").fit(TreePolicy(), sac, checkpoint_dir=tmp_path / "c")
 
 
-def test_each_task_gets_the_papers_ars_settings_and_others_the_default() -> None:
-    from distill.ars import ars_task_settings
-    from distill.rl import _ars_settings
+def test_each_task_gets_the_papers_ars_settings_and_others_the_default(teachers) -> None:  # noqa: ANN001
+    from distill.ars import ars_settings, teacher_ars_settings
+    from envs.training import default_hyperparams
 
-    assert ars_task_settings("HalfCheetah-v5") == {"n_directions": 32, "top_directions": 4, "step_size": 0.02,
-                                                   "noise": 0.03, "alive_bonus_offset": 0, "normalize": True}
-    assert ars_task_settings("Walker2d-v5")["alive_bonus_offset"] == -1
-    assert ars_task_settings("Swimmer-v5")["normalize"] is False
-    assert ars_task_settings("InvertedPendulum-v5") == {"n_directions": 8, "top_directions": 4, "step_size": 0.02,
-                                                        "noise": 0.025, "normalize": True}
-    ARS(**ars_task_settings("Ant-v5"))._validate_params()  # every entry is a valid ARS
-    assert _ars_settings(None) == {} and _ars_settings("NoSuchTask-v0") == {}
+    def of(task: str) -> dict:
+        return ars_settings(default_hyperparams("ars", task))
+
+    assert of("HalfCheetah-v5") == {"n_directions": 32, "top_directions": 4, "step_size": 0.02, "noise": 0.03,
+                                    "alive_bonus_offset": 0, "normalize": True}
+    assert of("Walker2d-v5")["alive_bonus_offset"] == -1
+    assert of("Swimmer-v5")["normalize"] is False
+    assert of("InvertedPendulum-v5") == {"n_directions": 8, "top_directions": 4, "step_size": 0.02, "noise": 0.025,
+                                         "normalize": True}
+    ARS(**of("Ant-v5"))._validate_params()  # every entry is a valid ARS
+    assert teacher_ars_settings(teachers["sac_swimmer"]) == of("Swimmer-v5")  # through the teacher (distill)
+    assert teacher_ars_settings(object()) == {}

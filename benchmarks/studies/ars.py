@@ -38,10 +38,18 @@ ZOO = {"HalfCheetah-v5": 5138.0}
 EVAL_SEED = 1000
 
 
+def ars_task_settings(env: str) -> dict[str, Any]:
+    """The task's ARS settings (``envs/hyperparams/ars.yml``) as :class:`distill.ars.ARS` parameters."""
+    from distill.ars import ars_settings
+    from envs.training import default_hyperparams
+
+    return ars_settings(default_hyperparams("ars", env))
+
+
 def _job(env: str, out: Path, *, steps: int, seed: int, workers: int, executor: str = "process",
          ray_address: str | None = None, resume: bool = True) -> dict[str, Any]:
     """One ``train --algo ars --policy linear`` run into ``out`` (its metrics; resumed if unfinished)."""
-    from distill.ars import ARS, ars_task_settings, run_ars_job
+    from distill.ars import ARS, run_ars_job
     from envs import env_factory, task_signals
     from interp_rl.errors import InterpRLError
 
@@ -70,7 +78,6 @@ def scratch(env: str, steps: int, seeds: list[int], workers: int, work: Path, ep
     """
     import shutil
 
-    from distill.ars import ars_task_settings
     from envs import env_factory
     from interp_rl.program import load_controller
     from interp_rl.rollouts import evaluate
@@ -101,7 +108,6 @@ def scratch(env: str, steps: int, seeds: list[int], workers: int, work: Path, ep
 def workers(env: str, iterations: int) -> dict[str, Any]:
     """The first ``iterations`` of the from-scratch run (seed 0) with 1 and with 2 workers: wall times, and
     whether the controllers are equal."""
-    from distill.ars import ars_task_settings
 
     steps = iterations * 2 * int(ars_task_settings(env)["n_directions"]) * _horizon(env)
     runs, programs = [], []
@@ -142,7 +148,6 @@ def ray_cluster(env: str, iterations: int) -> dict[str, Any]:
     import ray
     from ray.cluster_utils import Cluster
 
-    from distill.ars import ars_task_settings
 
     steps = iterations * 2 * int(ars_task_settings(env)["n_directions"]) * _horizon(env)
     controllers, runs = [], []

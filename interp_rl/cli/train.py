@@ -147,8 +147,9 @@ def _train_ars_program(kind: str, task: str, out_dir: Path, *, steps: int, seed:
     """``train --algo ars --policy KIND``: :func:`distill.ars.run_ars_job` on the task's environment."""
     import numpy as np
 
-    from distill.ars import ARS, ars_task_settings, run_ars_job
+    from distill.ars import ARS, ars_settings, run_ars_job
     from envs import env_factory, task_signals
+    from envs.training import default_hyperparams
     from interp_rl.errors import InvalidParameterError
     from interp_rl.program import load_controller
 
@@ -171,7 +172,7 @@ def _train_ars_program(kind: str, task: str, out_dir: Path, *, steps: int, seed:
             raise InvalidParameterError(f"--policy {kind} searches a {kind} controller's pieces: give --start, a "
                                         f"{kind} controller folder (interp-rl distill makes one).") from None
         origin = kind
-    settings = {**ars_task_settings(task), **settings}
+    settings = {**ars_settings(default_hyperparams("ars", task)), **settings}
     ars = ARS(seed=seed, n_workers=workers, executor=executor, ray_address=ray_address, **settings)
     features, actions = task_signals(task)
     env_fn = env_factory(task)
