@@ -55,17 +55,12 @@ def play_udrl(folder: Path, episodes: int, seed: int = EVAL_SEED) -> tuple[Any, 
         The controller and the :class:`~interp_rl.rollouts.EvalResult` (episode ``i`` reset with ``seed + i``).
     """
     from envs import env_factory
-    from envs.udrl import CommandEnv
+    from envs.udrl import command_env_factory
     from interp_rl.program import load_controller
     from interp_rl.rollouts import evaluate
 
     ctrl = load_controller(folder)
-    command = ctrl.metadata["command"]
-    make = env_factory(ctrl.task)
-
-    def env_fn(s: int) -> Any:
-        return CommandEnv(make(s), command["desired_return"], command["desired_horizon"])
-
+    env_fn = command_env_factory(env_factory(ctrl.task), ctrl.metadata["command"])
     return ctrl, evaluate(ctrl, env_fn, episodes, seed=seed, task=ctrl.task)
 
 
