@@ -58,6 +58,59 @@ def test_a_second_run_reads_the_finished_runs_back(study: tuple[list[str], Path,
     assert (out / "udrl_CartPole-v1.json").read_bytes() == record
 
 
+def test_finished_runs_are_kept_in_out_and_read_back_without_the_work_folder(
+        study: tuple[list[str], Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    args, work, out = study
+    record = udrl.read_json(out / "udrl_CartPole-v1.json")
+    assert record["planned_runs"] == 2 and "Partial" not in (out / "report.md").read_text()
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["CartPole-v1-ppo-seed0.json",
+                                                                "CartPole-v1-udrl-forest-seed0.json"]
+    moved = tmp_path / "out"
+    shutil.copytree(out, moved)
+    gone = [a if a != str(work) else str(tmp_path / "no-work") for a in args]
+    gone[gone.index("--out") + 1] = str(moved)
+    capsys.readouterr()
+    udrl.main(gone)
+    said = capsys.readouterr().out
+    assert said.count("finished before, read back from") == 2 and "training" not in said
+    assert not (tmp_path / "no-work").exists()
+    assert udrl.read_json(moved / "udrl_CartPole-v1.json") == record
+
+
+def test_a_cut_short_study_reports_what_it_finished_as_partial(study: tuple[list[str], Path, Path],
+                                                                 tmp_path: Path) -> None:
+    import shutil
+
+    args, work, out = study
+    moved = tmp_path / "out"
+    shutil.copytree(out, moved)
+    (moved / "runs" / "CartPole-v1-ppo-seed0.json").unlink()
+    # the PPO run cannot train again: its work folder names a file, so the study stops after the forest's run
+    blocker = tmp_path / "blocked"
+    shutil.copytree(work / "CartPole-v1-udrl-forest-seed0", blocker / "CartPole-v1-udrl-forest-seed0")
+    (blocker / "CartPole-v1-ppo-seed0").write_text("in the way")
+    cut = list(args)
+    cut[cut.index("--work") + 1], cut[cut.index("--out") + 1] = str(blocker), str(moved)
+    with pytest.raises((SystemExit, OSError)):
+        udrl.main(cut)
+    record = udrl.read_json(moved / "udrl_CartPole-v1.json")
+    assert [r["method"] for r in record["runs"]] == ["udrl"] and record["planned_runs"] == 2
+    assert "**Partial:** 1 of the 2 runs" in (moved / "report.md").read_text()
+
+
+def test_a_kept_run_with_other_settings_is_refused_in_one_line(study: tuple[list[str], Path, Path]) -> None:
+    args, _, out = study
+    other = list(args)
+    other[other.index("--episodes") + 1] = "3"
+    with pytest.raises(SystemExit) as stop:
+        udrl.main(other)
+    message = str(stop.value.code)
+    assert message.startswith("Error: ") and "runs/CartPole-v1-udrl-forest-seed0.json" in message
+    assert "episodes differ" in message and "\n" not in message
+
+
 @pytest.mark.parametrize("part", [["run"], ["report"]])
 def test_an_out_that_is_a_file_is_refused_in_one_line(tmp_path: Path, part: list[str]) -> None:
     afile = tmp_path / "notes.txt"

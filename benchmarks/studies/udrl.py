@@ -17,7 +17,9 @@ episodes (seeds 1000 on): the UDRL forest as its saved ``controller.json`` with 
 (:class:`envs.udrl.CommandEnv` appends the command to the observations, so :func:`interp_rl.rollouts.evaluate`
 plays it like any controller), the SB3 agent as its saved model. DQN is for discrete tasks only: on a continuous
 task it is skipped with a note. The record ``udrl_TASK.json`` (settings, every run with its learning curve, the
-commands) goes to ``--out``; then ``report`` rebuilds ``report.md`` from the records alone.
+commands) goes to ``--out`` and is rewritten, with the report, after every run. Each finished run is also kept in
+``--out``'s ``runs/`` and read back from there, so a study cut short resumes without its ``--work``. ``report`` rebuilds
+``report.md`` from the records alone.
 """
 
 from __future__ import annotations
@@ -87,9 +89,40 @@ def _curve(history: list[dict[str, Any]]) -> list[list[float]]:
     return [[int(h["step"]), float(h["eval_return"])] for h in history if h.get("eval_return") is not None]
 
 
+def _row_path(out: Path | None, name: str) -> Path:
+    return Path(out or ".") / "runs" / f"{name}.json"
+
+
+def _kept_row(out: Path | None, name: str, expect: dict[str, Any]) -> dict[str, Any] | None:
+    """The finished run ``name`` kept in ``out`` with the settings ``expect``, or None when there is none.
+
+    A kept run with other settings stops the study in one line: its returns would be read as this run's.
+    """
+    if out is None or not _row_path(out, name).is_file():
+        return None
+    path = _row_path(out, name)
+    kept = read_json(path)
+    expect = json.loads(json.dumps(expect, default=str))
+    saved = kept.get("expect") or {}
+    differ = sorted(k for k in set(saved) | set(expect) if k != "settings" and saved.get(k) != expect.get(k))
+    differ += _same(saved.get("settings") or {}, expect["settings"], ())
+    if differ:
+        raise SystemExit(f"Error: {path} holds a finished run with other settings ({', '.join(differ)} differ); "
+                         "choose another --out, or delete that file to run it again.")
+    return kept["row"]
+
+
+def _keep_row(out: Path | None, name: str, expect: dict[str, Any], row: dict[str, Any]) -> None:
+    if out is not None:
+        write_json(_row_path(out, name), {"expect": json.loads(json.dumps(expect, default=str)), "row": row})
+
+
 def udrl_run(task: str, steps: int, seed: int, estimator: str, work: Path, episodes: int,
-             hp: dict[str, Any]) -> dict[str, Any]:
+             hp: dict[str, Any], out: Path | None = None) -> dict[str, Any]:
     """One UDRL run (trained, resumed or read back), its final controller played for ``episodes`` episodes.
+
+    With ``out``, the finished run is kept as ``out/runs/NAME.json`` and read back from there by a later call with
+    the same settings, even when ``work`` is gone.
 
     Returns
     -------
@@ -114,6 +147,13 @@ def udrl_run(task: str, steps: int, seed: int, estimator: str, work: Path, episo
         cfg.check()
     except (TypeError, InterpRLError) as err:
         raise SystemExit(f"Error: --udrl-hp: {' '.join(str(err).split())}") from None
+    expect = {"episodes": episodes, "eval_seed": EVAL_SEED,
+              "settings": {k: v for k, v in {"algo": "udrl", **asdict(cfg)}.items() if k != "out"}}
+    kept = _kept_row(out, folder.name, expect)
+    if kept is not None:
+        print(f"udrl {estimator} seed {seed}: finished before, read back from {_row_path(out, folder.name)}",
+              flush=True)
+        return kept
     metrics_file, config_file = folder / "metrics.json", folder / "train_config.json"
     done = False
     if metrics_file.is_file() and config_file.is_file():
@@ -158,6 +198,7 @@ def udrl_run(task: str, steps: int, seed: int, estimator: str, work: Path, episo
         "explore_curve": [[int(h["step"]), float(h["explore_return"])] for h in history],
         "config": read_json(config_file),
     }
+    _keep_row(out, folder.name, expect, row)
     ret = np.asarray(returns)
     print(f"udrl {estimator} seed {seed}: {ret.mean():.1f} +- {ret.std():.1f} over {len(ret)} episodes "
           f"({played}), {row['env_steps']} steps, {row['wall_seconds']:.0f} s", flush=True)
@@ -171,8 +212,10 @@ def _acting_parameters(model: Any) -> int:
 
 
 def baseline_run(algo: str, task: str, steps: int, seed: int, work: Path, episodes: int, hp: dict[str, Any],
-                 every: int) -> dict[str, Any]:
+                 every: int, out: Path | None = None) -> dict[str, Any]:
     """One SB3 run (trained, resumed or read back), its saved model played for ``episodes`` episodes.
+
+    With ``out``, the finished run is kept as ``out/runs/NAME.json`` and read back from there (see :func:`udrl_run`).
 
     Returns
     -------
@@ -191,6 +234,13 @@ def baseline_run(algo: str, task: str, steps: int, seed: int, work: Path, episod
     cfg = TrainConfig(algo, task, steps, str(folder), seed=seed, checkpoint_every=every, hyperparams=hp,
                       eval_episodes=5)
     config_file = folder / "train_config.json"
+    expect = {"episodes": episodes, "eval_seed": EVAL_SEED, "settings": {
+        "algo": algo, "task": task, "steps": steps, "seed": seed, "checkpoint_every": every, "eval_episodes": 5,
+        "hyperparams": cfg.resolved_hyperparams()}}
+    kept = _kept_row(out, folder.name, expect)
+    if kept is not None:
+        print(f"{algo} seed {seed}: finished before, read back from {_row_path(out, folder.name)}", flush=True)
+        return kept
     finished = (folder / TEACHER_FILE).is_file() and not (folder / "checkpoint" / "state.json").is_file()
     if config_file.is_file():
         now = {"algo": algo, "seed": seed, "checkpoint_every": every, "eval_episodes": 5,
@@ -223,6 +273,7 @@ def baseline_run(algo: str, task: str, steps: int, seed: int, work: Path, episod
         "size": {"parameters": _acting_parameters(teacher.model)},
         "curve": _curve(history), "config": read_json(config_file),
     }
+    _keep_row(out, folder.name, expect, row)
     print(f"{algo} seed {seed}: {result.mean_return:.1f} +- {result.std_return:.1f} over {episodes} episodes, "
           f"{row['env_steps']} steps, {row['wall_seconds']:.0f} s", flush=True)
     return row
@@ -242,15 +293,19 @@ def _command(task: str, steps: int, seeds: list[int], estimators: list[str], bas
 
 def run(task: str, steps: int, seeds: list[int], estimators: list[str], baselines: list[str], work: Path,
         episodes: int, udrl_hp: list[str] | None = None, baseline_hp: list[str] | None = None,
-        every: int = 0) -> dict[str, Any]:
+        every: int = 0, out: Path | None = None) -> dict[str, Any]:
     """Every UDRL estimator and every baseline on ``task``, one run per seed, each played for ``episodes`` episodes.
+
+    With ``out``, every finished run is kept in ``out/runs`` (read back by a later call, even without ``work``), and
+    the record ``udrl_TASK.json`` and the report are rewritten after each run: a study cut short keeps what it
+    finished, marked as partial.
 
     Returns
     -------
     dict
         The record: ``task``, ``steps``, ``seeds``, ``episodes``, ``eval_seed``, ``estimators``, ``baselines``,
         ``udrl_hp``, ``baseline_hp``, ``eval_every``, ``notes`` (what was skipped), ``settings`` (each method's
-        resolved settings), ``runs`` and ``commands``.
+        resolved settings), ``runs``, ``planned_runs`` (how many runs the study asks for) and ``commands``.
     """
     from envs import get_task
 
@@ -261,7 +316,7 @@ def run(task: str, steps: int, seeds: list[int], estimators: list[str], baseline
         raise SystemExit(f"Error: --udrl-hp {bad[0]} is set by the study itself (--task, --steps, --seeds, "
                          "--estimators, --work).")
     discrete = get_task(task).discrete
-    notes, runs = [], []
+    notes: list[str] = []
     chosen = []
     for algo in baselines:
         if algo == "dqn" and not discrete:
@@ -269,27 +324,34 @@ def run(task: str, steps: int, seeds: list[int], estimators: list[str], baseline
             notes.append(f"DQN skipped: {task} has continuous actions (DQN is for discrete tasks only).")
         else:
             chosen.append(algo)
-    for estimator in estimators:
-        for seed in seeds:
-            runs.append(udrl_run(task, steps, seed, estimator, work, episodes, u_hp))
-    for algo in chosen:
-        for seed in seeds:
-            runs.append(baseline_run(algo, task, steps, seed, work, episodes, b_hp, every))
-    settings: dict[str, Any] = {}
-    for r in runs:
-        key = f"udrl-{r['estimator']}" if r["method"] == "udrl" else r["method"]
-        cfg = r.pop("config")
-        if r["method"] == "udrl":
-            settings.setdefault(key, {k: v for k, v in cfg.items() if k not in ("algo", *_UDRL_OWN)})
-        else:
-            settings.setdefault(key, {"hyperparams": cfg.get("hyperparams"),
-                                      "checkpoint_every": cfg.get("checkpoint_every"),
-                                      "eval_episodes": cfg.get("eval_episodes"), "keep": cfg.get("keep")})
-    return {"task": task, "steps": steps, "seeds": seeds, "episodes": episodes, "eval_seed": EVAL_SEED,
-            "estimators": estimators, "baselines": baselines, "udrl_hp": udrl_items, "baseline_hp": base_items,
-            "eval_every": every, "notes": notes, "settings": settings, "runs": runs,
-            "commands": [_command(task, steps, seeds, estimators, baselines, episodes, udrl_items, base_items,
-                                  every)]}
+    jobs = [(lambda e=e, s=s: udrl_run(task, steps, s, e, work, episodes, u_hp, out))
+            for e in estimators for s in seeds]
+    jobs += [(lambda a=a, s=s: baseline_run(a, task, steps, s, work, episodes, b_hp, every, out))
+             for a in chosen for s in seeds]
+    runs: list[dict[str, Any]] = []
+    record: dict[str, Any] = {}
+    for job in jobs:
+        runs.append(job())
+        settings: dict[str, Any] = {}
+        for r in runs:
+            key = f"udrl-{r['estimator']}" if r["method"] == "udrl" else r["method"]
+            cfg = r["config"]
+            if r["method"] == "udrl":
+                settings.setdefault(key, {k: v for k, v in cfg.items() if k not in ("algo", *_UDRL_OWN)})
+            else:
+                settings.setdefault(key, {"hyperparams": cfg.get("hyperparams"),
+                                          "checkpoint_every": cfg.get("checkpoint_every"),
+                                          "eval_episodes": cfg.get("eval_episodes"), "keep": cfg.get("keep")})
+        record = {"task": task, "steps": steps, "seeds": seeds, "episodes": episodes, "eval_seed": EVAL_SEED,
+                  "estimators": estimators, "baselines": baselines, "udrl_hp": udrl_items, "baseline_hp": base_items,
+                  "eval_every": every, "notes": notes, "settings": settings,
+                  "runs": [{k: v for k, v in r.items() if k != "config"} for r in runs], "planned_runs": len(jobs),
+                  "commands": [_command(task, steps, seeds, estimators, baselines, episodes, udrl_items, base_items,
+                                        every)]}
+        if out is not None:
+            write_json(Path(out) / f"udrl_{task}.json", record)
+            report(out)
+    return record
 
 
 def _label(r: dict[str, Any]) -> str:
@@ -360,6 +422,10 @@ def report(out: Path) -> Path:
     doc.p(PAPER)
     for d in records:
         doc.h(2, d["task"])
+        planned = d.get("planned_runs", len(d["runs"]))
+        if len(d["runs"]) < planned:
+            doc.p(f"**Partial:** {len(d['runs'])} of the {planned} runs this study asks for have finished; the rest "
+                  "follow when its command is run again (finished runs are read back from `runs/`).")
         u = next((v for k, v in d["settings"].items() if k.startswith("udrl-")), None)
         text = (f"Every method trains for {d['steps']:,} environment steps per seed (seeds "
                 f"{', '.join(map(str, d['seeds']))}; episodes that run past the budget finish, so a run may end a "
@@ -453,9 +519,8 @@ def main(argv: list[str] | None = None) -> None:
     add_out(parts.add_parser("report"), OUT)
     args = parse(parser, argv)
     if args.part == "run":
-        record = run(args.task, args.steps, args.seeds, args.estimators, args.baselines, args.work, args.episodes,
-                     args.udrl_hp, args.baseline_hp, args.eval_every)
-        write_json(args.out / f"udrl_{args.task}.json", record)
+        run(args.task, args.steps, args.seeds, args.estimators, args.baselines, args.work, args.episodes,
+            args.udrl_hp, args.baseline_hp, args.eval_every, args.out)
     report(args.out)
 
 
