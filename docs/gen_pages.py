@@ -33,6 +33,7 @@ STUDIES = {
     "dyna": "the Dyna loop on a SINDy surrogate against model-free SAC, in real steps",
     "verification": "the benchmark's trees and mixtures checked against domain rules, and repaired",
     "ars": "augmented random search in the linear class: from scratch against the zoo, workers, a Ray cluster, imports",
+    "udrl": "upside-down RL with tree ensembles against DQN and PPO at the same environment steps",
 }
 
 

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STUDIES_DIR = ROOT / "benchmarks" / "studies"
 #: study -> its committed folder under benchmarks/results (the default --out)
 STUDIES = {"ars": "ars", "attribution": "attribution", "dyna": "dyna", "teacher_returns": "teachers", "train_budget": "train_budget",
-           "verification": "verification"}
+           "udrl": "udrl", "verification": "verification"}
 #: study -> every part, with the arguments it needs besides --out
 PARTS = {
     "ars": [["scratch"], ["workers"], ["ray"], ["import", "--agent", "nowhere"], ["report"]],
@@ -20,6 +20,7 @@ PARTS = {
     "dyna": [["run", "--task", "Pendulum-v1"], ["report"]],
     "teacher_returns": [["run"], ["report"]],
     "train_budget": [["run"], ["report"]],
+    "udrl": [["run"], ["report"]],
     "verification": [["run"], ["report"]],
 }
 

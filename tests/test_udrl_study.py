@@ -97,7 +97,7 @@ def test_a_cut_short_study_reports_what_it_finished_as_partial(study: tuple[list
         udrl.main(cut)
     record = udrl.read_json(moved / "udrl_CartPole-v1.json")
     assert [r["method"] for r in record["runs"]] == ["udrl"] and record["planned_runs"] == 2
-    assert "**Partial:** 1 of the 2 runs" in (moved / "report.md").read_text()
+    assert "**Partial:** runs finished so far: 1 of the 2 this" in (moved / "report.md").read_text()
 
 
 def test_a_kept_run_with_other_settings_is_refused_in_one_line(study: tuple[list[str], Path, Path]) -> None:

@@ -424,8 +424,8 @@ def report(out: Path) -> Path:
         doc.h(2, d["task"])
         planned = d.get("planned_runs", len(d["runs"]))
         if len(d["runs"]) < planned:
-            doc.p(f"**Partial:** {len(d['runs'])} of the {planned} runs this study asks for have finished; the rest "
-                  "follow when its command is run again (finished runs are read back from `runs/`).")
+            doc.p(f"**Partial:** runs finished so far: {len(d['runs'])} of the {planned} this study asks for. The "
+                  "rest follow when its command is run again (finished runs are read back from `runs/`).")
         u = next((v for k, v in d["settings"].items() if k.startswith("udrl-")), None)
         text = (f"Every method trains for {d['steps']:,} environment steps per seed (seeds "
                 f"{', '.join(map(str, d['seeds']))}; episodes that run past the budget finish, so a run may end a "
