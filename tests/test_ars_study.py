@@ -9,10 +9,10 @@ from benchmarks.studies import ars
 
 
 def test_one_and_two_workers_give_the_same_controller() -> None:
-    record = ars.workers("InvertedPendulum-v5", 1)
-    assert record["same_controller"] is True
-    assert [r["workers"] for r in record["runs"]] == [1, 2]
-    assert record["runs"][0]["env_steps"] == record["runs"][1]["env_steps"] > 0
+    record = ars.workers("InvertedPendulum-v5", 1, repeats=2)
+    assert record["same_controller"] is True and record["repeats"] == 2
+    assert [(r["repeat"], r["workers"]) for r in record["runs"]] == [(0, 1), (0, 2), (1, 1), (1, 2)]
+    assert len({r["env_steps"] for r in record["runs"]}) == 1 and record["runs"][0]["env_steps"] > 0
 
 
 def test_a_two_node_ray_cluster_gives_the_process_pools_controller() -> None:
