@@ -89,8 +89,8 @@ def _curve(history: list[dict[str, Any]]) -> list[list[float]]:
     return [[int(h["step"]), float(h["eval_return"])] for h in history if h.get("eval_return") is not None]
 
 
-def _row_path(out: Path | None, name: str) -> Path:
-    return Path(out or ".") / "runs" / f"{name}.json"
+def _row_path(out: Path, name: str) -> Path:
+    return Path(out) / "runs" / f"{name}.json"
 
 
 def _kept_row(out: Path | None, name: str, expect: dict[str, Any]) -> dict[str, Any] | None:
@@ -98,9 +98,9 @@ def _kept_row(out: Path | None, name: str, expect: dict[str, Any]) -> dict[str, 
 
     A kept run with other settings stops the study in one line: its returns would be read as this run's.
     """
-    if out is None or not _row_path(out, name).is_file():
+    path = None if out is None else _row_path(out, name)
+    if path is None or not path.is_file():
         return None
-    path = _row_path(out, name)
     kept = read_json(path)
     expect = json.loads(json.dumps(expect, default=str))
     saved = kept.get("expect") or {}
@@ -332,19 +332,9 @@ def run(task: str, steps: int, seeds: list[int], estimators: list[str], baseline
     record: dict[str, Any] = {}
     for job in jobs:
         runs.append(job())
-        settings: dict[str, Any] = {}
-        for r in runs:
-            key = f"udrl-{r['estimator']}" if r["method"] == "udrl" else r["method"]
-            cfg = r["config"]
-            if r["method"] == "udrl":
-                settings.setdefault(key, {k: v for k, v in cfg.items() if k not in ("algo", *_UDRL_OWN)})
-            else:
-                settings.setdefault(key, {"hyperparams": cfg.get("hyperparams"),
-                                          "checkpoint_every": cfg.get("checkpoint_every"),
-                                          "eval_episodes": cfg.get("eval_episodes"), "keep": cfg.get("keep")})
         record = {"task": task, "steps": steps, "seeds": seeds, "episodes": episodes, "eval_seed": EVAL_SEED,
                   "estimators": estimators, "baselines": baselines, "udrl_hp": udrl_items, "baseline_hp": base_items,
-                  "eval_every": every, "notes": notes, "settings": settings,
+                  "eval_every": every, "notes": notes, "settings": _settings(runs),
                   "runs": [{k: v for k, v in r.items() if k != "config"} for r in runs], "planned_runs": len(jobs),
                   "commands": [_command(task, steps, seeds, estimators, baselines, episodes, udrl_items, base_items,
                                         every)]}
@@ -352,6 +342,21 @@ def run(task: str, steps: int, seeds: list[int], estimators: list[str], baseline
             write_json(Path(out) / f"udrl_{task}.json", record)
             report(out)
     return record
+
+
+def _settings(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each method's resolved settings, from the first of its runs (``udrl-ESTIMATOR``, or the SB3 algorithm)."""
+    settings: dict[str, Any] = {}
+    for r in runs:
+        key = f"udrl-{r['estimator']}" if r["method"] == "udrl" else r["method"]
+        cfg = r["config"]
+        if r["method"] == "udrl":
+            settings.setdefault(key, {k: v for k, v in cfg.items() if k not in ("algo", *_UDRL_OWN)})
+        else:
+            settings.setdefault(key, {"hyperparams": cfg.get("hyperparams"),
+                                      "checkpoint_every": cfg.get("checkpoint_every"),
+                                      "eval_episodes": cfg.get("eval_episodes"), "keep": cfg.get("keep")})
+    return settings
 
 
 def _label(r: dict[str, Any]) -> str:
@@ -519,9 +524,11 @@ def main(argv: list[str] | None = None) -> None:
     add_out(parts.add_parser("report"), OUT)
     args = parse(parser, argv)
     if args.part == "run":
+        # run rewrites the record and the report after every run (there is always at least one estimator's)
         run(args.task, args.steps, args.seeds, args.estimators, args.baselines, args.work, args.episodes,
             args.udrl_hp, args.baseline_hp, args.eval_every, args.out)
-    report(args.out)
+    else:
+        report(args.out)
 
 
 if __name__ == "__main__":
