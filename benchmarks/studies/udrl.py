@@ -89,8 +89,8 @@ def _curve(history: list[dict[str, Any]]) -> list[list[float]]:
     return [[int(h["step"]), float(h["eval_return"])] for h in history if h.get("eval_return") is not None]
 
 
-def _row_path(out: Path, name: str) -> Path:
-    return Path(out) / "runs" / f"{name}.json"
+def _row_path(out: Path | None, name: str) -> Path:
+    return Path(out or ".") / "runs" / f"{name}.json"
 
 
 def _kept_row(out: Path | None, name: str, expect: dict[str, Any]) -> dict[str, Any] | None:
