@@ -586,7 +586,9 @@ def run_job(
         seconds = max(seconds, estimator.scratch_["seconds"] + (estimator.rl_.get("seconds") or 0.0))
 
     made_by = {k: v for k, v in resolved.items() if k not in SPEED_ONLY}  # the controller is the same whatever these
-    metadata: dict[str, Any] = {"method": method.name, "settings": made_by, "teacher": provenance or {}}
+    metadata: dict[str, Any] = {"method": method.name, "settings": made_by, "teacher": provenance or {},
+                                # what the teacher's environment needs of its students (a UDRL forest's command)
+                                **getattr(teacher, "controller_metadata", {})}
     controller = estimator.student_.to_controller(features, actions, task=teacher.task, metadata=metadata)
     size = controller.size()
     metrics: dict[str, Any] = {

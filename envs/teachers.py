@@ -26,7 +26,7 @@ from envs.sb3 import (
 )
 from interp_rl.errors import ObservationError, TeacherLoadError
 
-__all__ = ["TEACHER_FILE", "find_zoo_model", "load_teacher", "read_zoo_config"]
+__all__ = ["TEACHER_FILE", "find_zoo_model", "is_controller_path", "load_teacher", "read_zoo_config"]
 
 #: Metadata file written by ``interp-rl train`` beside its model.
 TEACHER_FILE = "teacher.json"
@@ -84,6 +84,15 @@ def find_zoo_model(folder: str | Path, algo: str, env: str, exp_id: int = 0) -> 
     if not zip_path.is_file():
         raise TeacherLoadError(f"Zoo model {str(zip_path)!r} does not exist.")
     return zip_path
+
+
+def is_controller_path(path: str | Path) -> bool:
+    """Whether ``path`` names a saved controller (a ``.json`` file, or a folder with a ``controller.json`` and no
+    ``teacher.json``: a distilled controller, or a UDRL run of ``interp-rl train``) rather than an SB3 agent."""
+    p = Path(path)
+    if p.is_dir():
+        return (p / "controller.json").is_file() and not (p / TEACHER_FILE).is_file()
+    return p.suffix == ".json"
 
 
 def _choose_variant(task: Task, obs_dim: int, base: EnvVariant) -> EnvVariant:
@@ -156,6 +165,12 @@ def load_teacher(
         raise TeacherLoadError("Name a teacher: a .zip, a zoo run folder, or -f FOLDER --algo --env.")
     else:
         p = Path(path)
+        if is_controller_path(p) and p.exists():
+            raise TeacherLoadError(
+                f"{str(p)!r} is a saved controller, not an SB3 agent: `interp-rl evaluate` plays it, and "
+                "`interp-rl distill METHOD --teacher` distils a smaller controller from it "
+                "(envs.controllers.ControllerTeacher)."
+            )
         if p.is_dir():
             if (p / TEACHER_FILE).is_file():
                 try:

@@ -97,6 +97,41 @@ def test_interp_rl_evaluate_plays_a_saved_forest_at_its_command(cartpole: tuple[
     assert played["returns"] == m["eval"]["returns"] and played["task"] == "CartPole-v1"
 
 
+def test_interp_rl_distill_reads_a_saved_forest_as_one_small_tree(cartpole: tuple[UDRLConfig, dict[str, Any]],
+                                                                  tmp_path: Path) -> None:
+    """A saved controller is a teacher (``envs.controllers.ControllerTeacher``): DAgger distils the forest into one
+    tree that reads the same inputs, is labelled with the forest's classes, and plays at the forest's command."""
+    from envs.controllers import ControllerTeacher
+    from envs.teachers import load_teacher
+    from interp_rl.errors import TeacherLoadError
+
+    cfg, m = cartpole
+    small = ["--max-leaves", "4", "--leaf-model", "constant", "--iterations", "1", "--steps", "500", "--rl-steps", "0",
+             "--noise-levels", "", "--restarts", "1", "--eval-episodes", "2", "--attribution-states", "0"]
+    res = runner.invoke(app, ["distill", "tree", "--teacher", cfg.out, "--out", str(tmp_path / "t"), *small])
+    assert res.exit_code == 0, res.output
+    assert "distilled from FOREST on CartPole-v1" in res.output
+    forest, tree = load_controller(Path(cfg.out)), load_controller(tmp_path / "t")
+    assert tree.kind == "tree" and tree.size()["leaves"] <= 4
+    assert tree.feature_names == forest.feature_names and tree.metadata["command"] == forest.metadata["command"]
+    assert tree.metadata["teacher"]["algo"] == "forest" and tree.metadata["teacher"]["source"] == cfg.out
+    # the rows DAgger fitted are labelled with the class the forest plays (one-hot, ties to the first class)
+    data = np.load(tmp_path / "t" / "distillation.npz")
+    scores = forest.predict(data["observations"])
+    assert np.array_equal(data["actions"], np.eye(2)[np.argmax(scores, axis=1)])
+    teacher = ControllerTeacher(forest)
+    assert teacher.discrete and not teacher.has_q and np.array_equal(teacher.action_scores(data["observations"]),
+                                                                       scores)
+    # the tree plays in the forest's environment: the command appended to its observations
+    res = runner.invoke(app, ["evaluate", str(tmp_path / "t"), "--episodes", "2", "--json", str(tmp_path / "e.json")])
+    assert res.exit_code == 0, res.output
+    assert len(json.loads((tmp_path / "e.json").read_text())["returns"]) == 2
+    res = runner.invoke(app, ["distill", "tree", "--teacher", cfg.out, "--out", str(tmp_path / "u"), "--algo", "ppo"])
+    assert res.exit_code != 0 and "--algo is about SB3 agents" in res.output
+    with pytest.raises(TeacherLoadError, match="is a saved controller, not an SB3 agent"):
+        load_teacher(cfg.out)
+
+
 def test_the_cli_trains_a_single_tree_and_checks_its_options(tmp_path: Path) -> None:
     out = tmp_path / "tree"
     res = runner.invoke(app, ["train", "--algo", "udrl", "--estimator", "tree", "--env", "CartPole-v1", "--steps",

@@ -111,7 +111,7 @@ def test_a_kept_run_with_other_settings_is_refused_in_one_line(study: tuple[list
     assert "episodes differ" in message and "\n" not in message
 
 
-@pytest.mark.parametrize("part", [["run"], ["report"]])
+@pytest.mark.parametrize("part", [["run"], ["read"], ["report"]])
 def test_an_out_that_is_a_file_is_refused_in_one_line(tmp_path: Path, part: list[str]) -> None:
     afile = tmp_path / "notes.txt"
     afile.write_text("not a folder")
@@ -121,3 +121,38 @@ def test_an_out_that_is_a_file_is_refused_in_one_line(tmp_path: Path, part: list
         message = str(stop.value.code)
         assert message.startswith("Error: --out ") and str(out) in message and "\n" not in message, message
     assert afile.read_text() == "not a folder" and not (tmp_path / "work").exists()
+
+
+def test_read_distils_one_small_tree_from_each_forest_and_reports_it(
+        study: tuple[list[str], Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    from interp_rl.program import load_controller
+
+    _, work, out = study
+    moved = tmp_path / "out"
+    shutil.copytree(out, moved)
+    monkeypatch.setattr(udrl, "READ", {**udrl.READ, "iterations": 1, "steps": 300, "eval_episodes": 1})
+    udrl.main(["read", "--work", str(work), "--out", str(moved), "--leaves", "4"])
+    forest = udrl.read_json(moved / "udrl_CartPole-v1.json")["runs"][0]
+    row = udrl.read_json(moved / "runs" / "CartPole-v1-udrl-forest-seed0-tree.json")["row"]
+    assert row["size"]["leaves"] <= 4 and len(row["returns"]) == len(forest["returns"]) == 2
+    assert 0.0 <= row["fidelity"]["forest_states"]["agreement"] <= 1.0 and row["rules"].startswith("|---")
+    kept = moved / "trees" / "CartPole-v1-udrl-forest-seed0"
+    tree = load_controller(kept)
+    assert tree.kind == "tree" and tree.feature_names[-2:] == ["desired_return", "desired_horizon"]
+    assert tree.metadata["command"] == forest["command"] and (kept / "rules.txt").read_text() == row["rules"]
+    _, replay = udrl.play_udrl(kept, 2)  # the kept tree gives the row's returns
+    assert [float(r) for r in replay.returns] == row["returns"]
+    text = (moved / "report.md").read_text()
+    assert "### A small tree read from each forest" in text and row["rules"].splitlines()[0] in text
+    assert "python -m benchmarks.studies.udrl read --task CartPole-v1 --leaves 4" in text
+    assert (moved / "figures" / "size-CartPole-v1.png").is_file()
+    capsys.readouterr()  # made before: read back, even without the work folder
+    udrl.main(["read", "--work", str(tmp_path / "no-work"), "--out", str(moved), "--leaves", "4"])
+    assert "made before, read back from" in capsys.readouterr().out and not (tmp_path / "no-work").exists()
+    with pytest.raises(SystemExit, match=r"holds a finished run with other settings \(max_leaves differ\)"):
+        udrl.main(["read", "--work", str(work), "--out", str(moved), "--leaves", "5"])
+    with pytest.raises(SystemExit, match="no record of Acrobot-v1 in .*records: CartPole-v1"):
+        udrl.main(["read", "--task", "Acrobot-v1", "--work", str(work), "--out", str(moved)])

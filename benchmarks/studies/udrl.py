@@ -6,6 +6,8 @@ Run from the repository's root::
         [--estimators forest extra-trees] [--baselines dqn ppo] [--work udrl-runs] [--episodes 20]
         [--udrl-hp KEY=VALUE ...] [--baseline-hp KEY=VALUE ...] [--eval-every STEPS]
         [--out benchmarks/results/udrl]
+    python -m benchmarks.studies.udrl read [--task CartPole-v1 ...] [--work udrl-runs] [--leaves 8] [--episodes 20]
+        [--out benchmarks/results/udrl]
     python -m benchmarks.studies.udrl report [--out benchmarks/results/udrl]
 
 ``run`` trains, in ``--work``, one UDRL agent per estimator and seed (:func:`envs.udrl.train_udrl`; ``--udrl-hp``
@@ -18,8 +20,14 @@ episodes (seeds 1000 on): the UDRL forest as its saved ``controller.json`` with 
 plays it like any controller), the SB3 agent as its saved model. DQN is for discrete tasks only: on a continuous
 task it is skipped with a note. The record ``udrl_TASK.json`` (settings, every run with its learning curve, the
 commands) goes to ``--out`` and is rewritten, with the report, after every run. Each finished run is also kept in
-``--out``'s ``runs/`` and read back from there, so a study cut short resumes without its ``--work``. ``report`` rebuilds
-``report.md`` from the records alone.
+``--out``'s ``runs/`` and read back from there, so a study cut short resumes without its ``--work``.
+
+``read`` distils one small tree from every UDRL forest of the records whose controller is in ``--work``: DAgger with
+the forest as its teacher (:class:`envs.controllers.ControllerTeacher`, as ``interp-rl distill tree --teacher
+FOREST`` does), at most ``--leaves`` constant leaves reading the observation and the command, then played on the
+forest's own ``--episodes`` episodes. The tree goes to ``--out``'s ``trees/NAME/`` (``controller.json``,
+``rules.txt``, ``tree.svg``), its row to ``runs/NAME-tree.json``. ``report`` rebuilds ``report.md`` from the records
+alone.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ import numpy as np
 
 from benchmarks.studies._common import add_out, new_report, parse, read_json, write_json, write_report
 
-__all__ = ["PAPER", "baseline_run", "main", "play_udrl", "report", "run", "udrl_run"]
+__all__ = ["PAPER", "READ", "baseline_run", "main", "play_udrl", "read", "read_forest", "report", "run", "udrl_run"]
 
 OUT = "benchmarks/results/udrl"
 WORK = "udrl-runs"
@@ -44,6 +52,13 @@ PAPER = ("Cardenas-Cartagena, Falzari, Zullich and Sabatelli (ICAART 2025) compa
          "15 episodes each. The stored copies of the paper we could read stop before its results; the authors' code "
          "comments give one random-forest run at -79.0 ± 47.0 on Acrobot-v1 and -92.0 ± 81.5 on LunarLander-v2 "
          "(100 test episodes each), which we quote for scale only.")
+#: How ``read`` distils a small tree from a forest (the ``tree`` method's settings; ``max_leaves`` is ``--leaves``):
+#: DAgger from the forest, constant leaves, no DART levels, restarts or fine-tuning on the return, so the tree is
+#: the forest's behaviour in a few rules and nothing more.
+READ = {"leaf_model": "constant", "iterations": 4, "steps": 5000, "rl_steps": 0, "noise_levels": "", "restarts": 1,
+        "eval_episodes": 5, "attribution_states": 0}
+#: What each UDRL estimator's behaviour function is called in the report's prose.
+_ENSEMBLE = {"forest": "random forest", "extra-trees": "extra-trees ensemble", "tree": "single tree"}
 #: UDRLConfig fields the study sets itself (not through --udrl-hp).
 _UDRL_OWN = ("task", "steps", "out", "seed", "estimator")
 
@@ -344,6 +359,109 @@ def run(task: str, steps: int, seeds: list[int], estimators: list[str], baseline
     return record
 
 
+def read_forest(row: dict[str, Any], task: str, work: Path, leaves: int, episodes: int,
+                out: Path | None = None) -> dict[str, Any] | None:
+    """One small tree distilled from the UDRL forest of ``row`` (a run of the record), played for ``episodes``
+    episodes; read back from ``out`` when it was made before with the same settings, None when the forest's
+    folder is not in ``work``.
+
+    Returns
+    -------
+    dict or None
+        The tree's row: ``estimator`` and ``seed`` (the forest's), ``returns`` (the forest's episodes, seeds
+        ``EVAL_SEED`` on), ``size`` (``leaves``, ``depth``, ``parameters``), ``fidelity`` (``interp-rl distill``'s, on
+        the forest's states and on its own: ``r2``, and on a discrete task ``agreement``, the share of states on which
+        the tree plays the forest's class),
+        ``distill_seconds``, ``rules`` (``rules.txt``) and ``settings``.
+    """
+    import shutil
+
+    from distill.job import run_job
+    from distill.methods import METHODS
+    from envs.controllers import ControllerTeacher
+    from interp_rl.program import load_controller
+
+    name = f"{task}-udrl-{row['estimator']}-seed{row['seed']}"
+    settings = {**READ, "max_leaves": leaves, "seed": int(row["seed"])}
+    expect = {"episodes": episodes, "eval_seed": EVAL_SEED, "settings": settings,
+              "forest": {"parameters": row["size"]["parameters"], "command": row["command"]}}
+    kept = _kept_row(out, f"{name}-tree", expect)
+    if kept is not None:
+        print(f"tree from {name}: made before, read back from {_row_path(out, name + '-tree')}", flush=True)
+        return kept
+    forest_dir = work / name
+    if not (forest_dir / "controller.json").is_file():
+        print(f"tree from {name}: skipped, no forest in {forest_dir}", flush=True)
+        return None
+    forest = load_controller(forest_dir)
+    if forest.size()["parameters"] != row["size"]["parameters"]:
+        raise SystemExit(f"Error: {forest_dir} holds another forest than the record's ({forest.size()['parameters']:,}"
+                         f" parameters, not {row['size']['parameters']:,}); choose another --work.")
+    teacher = ControllerTeacher(forest, source=str(forest_dir))
+    method = METHODS["tree"]
+    resolved = method.resolve(settings, owner="python -m benchmarks.studies.udrl read")
+    made = work / f"{name}-tree"
+    shutil.rmtree(made, ignore_errors=True)  # a half-made tree of a run cut short: made again from the start
+    print(f"tree from {name}: distilling (at most {leaves} leaves) in {made}", flush=True)
+    metrics = run_job(method, teacher, resolved, made, features=forest.features, actions=forest.actions,
+                      provenance={"source": str(forest_dir), "algo": forest.kind, "task": task, "variant": {}})
+    ctrl, result = play_udrl(made, episodes)
+    keep = None if out is None else Path(out) / "trees" / name
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        for file in ("controller.json", "rules.txt", "tree.svg"):
+            if (made / file).is_file():
+                shutil.copyfile(made / file, keep / file)
+    size = ctrl.size()
+    tree = {
+        "estimator": row["estimator"], "seed": int(row["seed"]), "returns": [float(r) for r in result.returns],
+        "size": {"leaves": int(size["leaves"]), "depth": int(size["depth"]), "parameters": int(size["parameters"])},
+        "fidelity": {"forest_states": metrics["fidelity_teacher_states"],
+                     "tree_states": metrics["fidelity_student_states"]},
+        "distill_seconds": float(metrics["distill_seconds"]), "rules": (made / "rules.txt").read_text(),
+        "settings": settings,
+    }
+    _keep_row(out, f"{name}-tree", expect, tree)
+    ret = np.asarray(tree["returns"])
+    print(f"tree from {name}: {ret.mean():.1f} +- {ret.std():.1f} over {len(ret)} episodes, "
+          f"{size['leaves']} leaves", flush=True)
+    return tree
+
+
+def read(out: Path, work: Path, leaves: int, episodes: int, tasks: list[str] | None = None) -> list[dict[str, Any]]:
+    """A small tree from every UDRL forest of the records in ``out`` (or of ``tasks``) whose folder is in ``work``
+    (:func:`read_forest`); the report is rewritten after each.
+
+    Returns
+    -------
+    list
+        The trees' rows, each with its ``task``.
+    """
+    records = [read_json(p) for p in sorted(Path(out).glob("udrl_*.json"))]
+    known = [d["task"] for d in records]
+    missing = [t for t in tasks or [] if t not in known]
+    if missing:
+        raise SystemExit(f"Error: no record of {missing[0]} in {out} (records: {', '.join(known) or 'none'}); "
+                         "run the study on it first.")
+    trees = []
+    for d in records:
+        if tasks and d["task"] not in tasks:
+            continue
+        for r in d["runs"]:
+            if r["method"] == "udrl" and r["played"] == "controller":
+                tree = read_forest(r, d["task"], work, leaves, episodes if episodes else d["episodes"], out)
+                if tree is not None:
+                    trees.append({"task": d["task"], **tree})
+                    report(out)
+    return trees
+
+
+def _trees(out: Path, task: str) -> list[dict[str, Any]]:
+    """The trees read from ``task``'s forests (kept in ``out/runs``), by estimator and seed."""
+    rows = [read_json(p)["row"] for p in sorted((Path(out) / "runs").glob(f"{task}-udrl-*-tree.json"))]
+    return sorted(rows, key=lambda r: (r["estimator"], r["seed"]))
+
+
 def _settings(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Each method's resolved settings, from the first of its runs (``udrl-ESTIMATOR``, or the SB3 algorithm)."""
     settings: dict[str, Any] = {}
@@ -407,6 +525,74 @@ def _size(r: dict[str, Any]) -> str:
     return f"{s['parameters']:,} parameters"
 
 
+def _tree_section(doc: Any, d: dict[str, Any], trees: list[dict[str, Any]]) -> None:
+    """The trees read from the forests of record ``d``: their returns next to the forests', a tree's rules, and the
+    return against size of every method."""
+    forests = {(r["estimator"], r["seed"]): r for r in d["runs"] if r["method"] == "udrl"}
+    st = trees[0]["settings"]
+    doc.h(3, "A small tree read from each forest")
+    doc.p(f"One decision tree of at most {st['max_leaves']} constant leaves distilled from each forest, with the "
+          f"forest as its teacher: {st['iterations']} DAgger rounds of {st['steps']:,} steps after the forest's own "
+          "rollouts, the best round on 5 held-out episodes kept, no fine-tuning on the return (`interp-rl distill "
+          f"tree --teacher FOREST --max-leaves {st['max_leaves']} --leaf-model constant --iterations "
+          f"{st['iterations']} --steps {st['steps']} --rl-steps 0 --noise-levels '' --restarts 1`). It reads the "
+          "same inputs (the observation and the command) and plays the forest's "
+          f"{len(trees[0]['returns'])} episodes at the forest's command. Fidelity is `interp-rl distill`'s, on "
+          "states the forest visits.")
+    discrete = trees[0]["fidelity"]["forest_states"].get("agreement") is not None
+    rows = []
+    for t in trees:
+        f = forests.get((t["estimator"], t["seed"]))
+        if f is None:
+            continue
+        fr, tr = np.asarray(f["returns"]), np.asarray(t["returns"])
+        fid = t["fidelity"]["forest_states"]
+        rows.append([t["estimator"], str(t["seed"]), f"{fr.mean():.1f} (worst {fr.min():.1f})",
+                     f"{f['size']['parameters']:,}", f"{tr.mean():.1f} ± {tr.std():.1f}", f"{tr.min():.1f}",
+                     f"{t['size']['leaves']} leaves, depth {t['size']['depth']}, {t['size']['parameters']} parameters",
+                     f"{fid['agreement']:.1%}" if discrete else f"{fid['r2']:.3f}"])
+    doc.table(["forest", "seed", "forest return", "forest parameters", "tree return", "tree worst episode",
+               "tree size", "same class as the forest" if discrete else "fidelity R²"], rows)
+    paired = [t for t in trees if (t["estimator"], t["seed"]) in forests]
+    if paired:
+        tree_mean = float(np.mean(np.concatenate([t["returns"] for t in paired])))
+        forest_mean = float(np.mean(np.concatenate([forests[(t["estimator"], t["seed"])]["returns"]
+                                                    for t in paired])))
+        doc.p(f"Pooled over these {len(paired)} runs the trees return {tree_mean:.1f} against their forests' "
+              f"{forest_mean:.1f}, with {np.mean([t['size']['parameters'] for t in paired]):,.0f} parameters "
+              "against "
+              f"{np.mean([forests[(t['estimator'], t['seed'])]['size']['parameters'] for t in paired]):,.0f} "
+              "(means).")
+    best = max(trees, key=lambda t: float(np.mean(t["returns"])))
+    doc.p(f"The tree read from the {_ENSEMBLE.get(best['estimator'], best['estimator'])} of seed {best['seed']} "
+          f"(the best of them, {np.mean(best['returns']):.1f} over its {len(best['returns'])} episodes):")
+    doc.pre(best["rules"].rstrip("\n"))
+    doc.image(f"size-{d['task']}.png", _size_png(d, trees), f"Return against size on {d['task']}")
+
+
+def _size_png(d: dict[str, Any], trees: list[dict[str, Any]]) -> bytes:
+    """Every method's return (the mean over its seeds' episodes, a bar from its worst seed's mean to its best)
+    against its size (parameters, log scale)."""
+    from interp_rl.document import png, pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    groups = list(_groups(d).items()) + [("UDRL forest, read as one tree", trees)]
+    for i, (label, rows) in enumerate(groups):
+        means = [float(np.mean(r["returns"])) for r in rows]
+        size = float(np.mean([r["size"]["parameters"] for r in rows]))
+        pooled = float(np.mean(np.concatenate([np.asarray(r["returns"]) for r in rows])))
+        ax.errorbar([size], [pooled], yerr=[[pooled - min(means)], [max(means) - pooled]], fmt="o", color=f"C{i}",
+                    capsize=3, label=f"{label} ({len(rows)} seed{'s' if len(rows) != 1 else ''})")
+    ax.set_xscale("log")
+    ax.set_xlabel("parameters (log scale)")
+    ax.set_ylabel(f"return, {d['episodes']} episodes")
+    ax.set_title(f"Return against size, {d['task']}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return png(fig)
+
+
 def report(out: Path) -> Path:
     """Rebuild ``report.md`` from the records (``udrl_*.json``) in ``out``, a section per task.
 
@@ -422,8 +608,11 @@ def report(out: Path) -> Path:
     """
     out = Path(out)
     records = [read_json(p) for p in sorted(out.glob("udrl_*.json"))]
+    trees = {d["task"]: _trees(out, d["task"]) for d in records}
+    reads = [f"python -m benchmarks.studies.udrl read --task {task} --leaves {rows[0]['settings']['max_leaves']}"
+             for task, rows in trees.items() if rows]
     doc = new_report("Upside-down RL with tree ensembles against DQN and PPO", "udrl",
-                     [c for d in records for c in d["commands"]])
+                     [c for d in records for c in d["commands"]] + reads)
     doc.p(PAPER)
     for d in records:
         doc.h(2, d["task"])
@@ -490,6 +679,8 @@ def report(out: Path) -> Path:
         for note in d["notes"]:
             doc.p(note)
         doc.image(f"curves-{d['task']}.png", _curves_png(d), f"Learning curves on {d['task']}")
+        if trees[d["task"]]:
+            _tree_section(doc, d, trees[d["task"]])
     return write_report(doc, out)
 
 
@@ -521,9 +712,18 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--eval-every", type=int, default=0,
                    help="steps between the baselines' checkpoint evaluations (0: train_teacher's, steps/10)")
     add_out(r, OUT)
+    rd = parts.add_parser("read", help="distil one small tree from every UDRL forest whose folder is in --work")
+    rd.add_argument("--task", dest="tasks", action="append", default=None,
+                    help="only this task's forests (repeat for several; default: every record's)")
+    rd.add_argument("--work", type=Path, default=Path(WORK), help="where the runs are (run's --work)")
+    rd.add_argument("--leaves", type=int, default=8, help="the tree's leaf limit")
+    rd.add_argument("--episodes", type=int, default=0, help="fresh episodes the tree plays (0: the forest's)")
+    add_out(rd, OUT)
     add_out(parts.add_parser("report"), OUT)
     args = parse(parser, argv)
-    if args.part == "run":
+    if args.part == "read":
+        read(args.out, args.work, args.leaves, args.episodes, args.tasks)
+    elif args.part == "run":
         # run rewrites the record and the report after every run (there is always at least one estimator's)
         run(args.task, args.steps, args.seeds, args.estimators, args.baselines, args.work, args.episodes,
             args.udrl_hp, args.baseline_hp, args.eval_every, args.out)

@@ -145,8 +145,9 @@ def _load_target(path: str) -> tuple[str, Any]:
 
 
 def _controller_env(ctrl: Any, env: str | None) -> tuple[Any, str]:
-    """The environment factory a saved controller runs in: its own task (and variant), or ``--env``."""
-    from envs import EnvVariant, env_factory, get_task
+    """The environment factory a saved controller runs in: its own task (and variant), or ``--env``
+    (:func:`envs.controllers.controller_env`)."""
+    from envs.controllers import controller_env
 
     log = ctrl.metadata.get("log")
     if not env and isinstance(log, dict):  # learnt from a log: its task may be a plant interp-rl cannot simulate
@@ -161,20 +162,7 @@ def _controller_env(ctrl: Any, env: str | None) -> tuple[Any, str]:
                 f"{repr(ctrl.task) if ctrl.task else 'an unnamed task'}, "
                 f"which is no task interp-rl can simulate ({', '.join(TASKS)}); its fidelity on the log's held-out "
                 "rows is in its metrics.json. Pass --env TASK if the log comes from one of them.") from None
-    task = get_task(env).id if env else ctrl.task
-    if not task:
-        raise InterpRLError("The controller does not name its task; pass --env TASK.")
-    variant = EnvVariant(**ctrl.metadata.get("teacher", {}).get("variant", {}))
-    n_obs = len(get_task(task).observation_features(variant))
-    command = ctrl.metadata.get("command")
-    if isinstance(command, dict) and ctrl.program.obs_dim == n_obs + 2:  # UDRL: it also reads its command
-        from envs.udrl import command_env_factory
-
-        return command_env_factory(env_factory(task, variant), command), task
-    if n_obs != ctrl.program.obs_dim:
-        raise InterpRLError(f"The controller observes {ctrl.program.obs_dim} features, but {task} gives {n_obs}; "
-                            "is it a controller for another task?")
-    return env_factory(task, variant), task
+    return controller_env(ctrl, env)
 
 
 

@@ -60,7 +60,8 @@ def _distill_command(method: Any) -> Callable[..., None]:
     defaults = method.defaults()
     common = [
         ("teacher", str | None, typer.Option(
-            "--teacher", help="SB3 .zip, zoo run folder, or train folder (or --data: learn from a log instead)."),
+            "--teacher", help="SB3 .zip, zoo run folder, or train folder; or a saved controller (its folder or "
+                              "controller.json) to distil into a smaller one (or --data: learn from a log instead)."),
          None),
         ("out_dir", Path, typer.Option("--out", help="Output folder."), ...),
         ("data", str | None, typer.Option(
@@ -130,7 +131,7 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str | None, out_dir
                             "from).")
     from distill.job import run_job
     from envs import get_task, task_signals
-    from envs.teachers import load_teacher
+    from envs.teachers import is_controller_path, load_teacher
     from interp_rl.compare import FIDELITY_NOTE
     from interp_rl.errors import InvalidParameterError
 
@@ -140,10 +141,22 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str | None, out_dir
     import torch
 
     torch.set_num_threads(1)
-    t = load_teacher(teacher, env=env, algo=algo, legacy_model=legacy_model)
-    if env is not None and get_task(env).id != t.task:
-        raise InterpRLError(f"The teacher is for {t.task}, not {get_task(env).id}.")
-    features, actions = task_signals(t.task, t.variant)
+    if is_controller_path(teacher):  # a saved controller as the teacher: a big one distilled into a smaller one
+        given_flags = [flag for flag, value in (("--algo", algo), ("--legacy-model", legacy_model)) if value]
+        if given_flags:
+            raise InterpRLError(f"{given_flags[0]} is about SB3 agents; the teacher {teacher!r} is a saved "
+                                "controller.")
+        from envs.controllers import ControllerTeacher
+        from interp_rl.program import load_controller
+
+        ct = ControllerTeacher(load_controller(teacher), source=str(teacher), env=env)
+        features, actions = ct.controller.features, ct.controller.actions
+        t: Any = ct
+    else:
+        t = load_teacher(teacher, env=env, algo=algo, legacy_model=legacy_model)
+        if env is not None and get_task(env).id != t.task:
+            raise InterpRLError(f"The teacher is for {t.task}, not {get_task(env).id}.")
+        features, actions = task_signals(t.task, t.variant)
     provenance = {"source": t.source, "algo": t.algo, "task": t.task, "variant": t.variant}
 
     from interp_rl._progress import Steps
