@@ -563,6 +563,11 @@ def _tree_section(doc: Any, d: dict[str, Any], trees: list[dict[str, Any]]) -> N
               "against "
               f"{np.mean([forests[(t['estimator'], t['seed'])]['size']['parameters'] for t in paired]):,.0f} "
               "(means).")
+        shares = [t["fidelity"]["forest_states"].get("agreement") for t in paired]
+        if discrete and all(x is not None for x in shares):
+            doc.p(f"The trees play the forest's class on {min(shares):.0%} to {max(shares):.0%} of the states the "
+                  "forest visits. Each is a controller learnt from its forest, not a faithful account of it: where "
+                  "that share is low, its rules say how the tree acts, not why the forest does.")
     best = max(trees, key=lambda t: float(np.mean(t["returns"])))
     doc.p(f"The tree read from the {_ENSEMBLE.get(best['estimator'], best['estimator'])} of seed {best['seed']} "
           f"(the best of them, {np.mean(best['returns']):.1f} over its {len(best['returns'])} episodes):")
