@@ -20,7 +20,7 @@ PARTS = {
     "dyna": [["run", "--task", "Pendulum-v1"], ["report"]],
     "teacher_returns": [["run"], ["report"]],
     "train_budget": [["run"], ["report"]],
-    "udrl": [["run"], ["report"]],
+    "udrl": [["run"], ["read"], ["report"]],
     "verification": [["run"], ["report"]],
 }
 
