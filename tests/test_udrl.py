@@ -110,7 +110,7 @@ def test_interp_rl_distill_reads_a_saved_forest_as_one_small_tree(cartpole: tupl
              "--noise-levels", "", "--restarts", "1", "--eval-episodes", "2", "--attribution-states", "0"]
     res = runner.invoke(app, ["distill", "tree", "--teacher", cfg.out, "--out", str(tmp_path / "t"), *small])
     assert res.exit_code == 0, res.output
-    assert "distilled from FOREST on CartPole-v1" in res.output
+    assert "distilled from a forest controller on CartPole-v1" in res.output
     forest, tree = load_controller(Path(cfg.out)), load_controller(tmp_path / "t")
     assert tree.kind == "tree" and tree.size()["leaves"] <= 4
     assert tree.feature_names == forest.feature_names and tree.metadata["command"] == forest.metadata["command"]

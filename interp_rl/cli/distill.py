@@ -158,6 +158,7 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str | None, out_dir
             raise InterpRLError(f"The teacher is for {t.task}, not {get_task(env).id}.")
         features, actions = task_signals(t.task, t.variant)
     provenance = {"source": t.source, "algo": t.algo, "task": t.task, "variant": t.variant}
+    source = f"a {t.algo} controller" if is_controller_path(teacher) else t.algo.upper()
 
     from interp_rl._progress import Steps
 
@@ -166,7 +167,7 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str | None, out_dir
         levels = max(1, len(str(resolved.get("noise_levels") or "").split(",")))
         what = (f"Fine-tuning {start} on {t.task}" if start is not None else
                 f"Training a {method.name} controller by RL from scratch on {t.task}" if scratch else
-                f"Distilling {t.algo.upper()} on {t.task}")
+                f"Distilling {source} on {t.task}")
         job = bar.task(f"{what} into {out_dir}", total=None if start is not None or scratch else
                        (resolved["iterations"] + 1) * levels, count_lines=False)
         noises: dict[int, float] = {}  # DART level index -> noise, when the recipe runs several (side by side)
@@ -223,7 +224,7 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str | None, out_dir
             opt = method._option_for(exc)
             raise (exc.renamed(opt.flag, owner) if opt is not None else exc) from None
     kind = metrics["kind"]
-    table = Table(title=f"{kind.capitalize()} controller distilled from {t.algo.upper()} on {t.task} "
+    table = Table(title=f"{kind.capitalize()} controller distilled from {source} on {t.task} "
                         f"({metrics['episodes']} evaluation episodes)")
     table.add_column("metric")
     table.add_column("value", justify="right")
