@@ -152,13 +152,14 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str | None, out_dir
         ct = ControllerTeacher(load_controller(teacher), source=str(teacher), env=env)
         features, actions = ct.controller.features, ct.controller.actions
         t: Any = ct
+        source = f"a {ct.algo} controller"
     else:
         t = load_teacher(teacher, env=env, algo=algo, legacy_model=legacy_model)
         if env is not None and get_task(env).id != t.task:
             raise InterpRLError(f"The teacher is for {t.task}, not {get_task(env).id}.")
         features, actions = task_signals(t.task, t.variant)
+        source = t.algo.upper()
     provenance = {"source": t.source, "algo": t.algo, "task": t.task, "variant": t.variant}
-    source = f"a {t.algo} controller" if is_controller_path(teacher) else t.algo.upper()
 
     from interp_rl._progress import Steps
 
