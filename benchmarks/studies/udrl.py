@@ -71,14 +71,13 @@ def play_udrl(folder: Path, episodes: int, seed: int = EVAL_SEED) -> tuple[Any, 
     tuple
         The controller and the :class:`~interp_rl.rollouts.EvalResult` (episode ``i`` reset with ``seed + i``).
     """
-    from envs import env_factory
-    from envs.udrl import command_env_factory
+    from envs.controllers import controller_env
     from interp_rl.program import load_controller
     from interp_rl.rollouts import evaluate
 
     ctrl = load_controller(folder)
-    env_fn = command_env_factory(env_factory(ctrl.task), ctrl.metadata["command"])
-    return ctrl, evaluate(ctrl, env_fn, episodes, seed=seed, task=ctrl.task)
+    env_fn, task = controller_env(ctrl)  # the command appended to every observation, as interp-rl evaluate plays it
+    return ctrl, evaluate(ctrl, env_fn, episodes, seed=seed, task=task)
 
 
 def _hp(items: list[str] | None, flag: str) -> dict[str, Any]:
