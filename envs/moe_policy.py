@@ -27,7 +27,7 @@ from stable_baselines3.sac.policies import SACPolicy
 
 from interp_rl.errors import bad_value
 from interp_rl.kinds.mixture import MixtureProgram
-from interp_rl.kinds.mixture_training import ON_POLICY, SAC, Gating
+from interp_rl.kinds.mixture_training import GATINGS, ON_POLICY, Gating
 
 __all__ = ["MIXTURE_ALGOS", "MixturePPOPolicy", "MixtureSACPolicy", "mixture_from_model"]
 
@@ -36,15 +36,16 @@ __all__ = ["MIXTURE_ALGOS", "MixturePPOPolicy", "MixtureSACPolicy", "mixture_fro
 MIXTURE_ALGOS = ("ppo", "a2c", "trpo", "sac")
 
 
-def _head(obs_dim: int, act_dim: int, n_experts: int, gate_noise: float, load_balance: float) -> Any:
+def _head(obs_dim: int, act_dim: int, n_experts: int, gating: Gating) -> Any:
     import torch
 
     from interp_rl.kinds.mixture_training import NoisyTop1Mixture
 
-    head = NoisyTop1Mixture(obs_dim, act_dim, n_experts, gating=Gating(gate_noise=gate_noise,
-                                                                       load_balance=load_balance))
+    head = NoisyTop1Mixture(obs_dim, act_dim, n_experts, gating=gating)
     with torch.no_grad():
         head.experts_w.copy_(torch.randn(n_experts, obs_dim, act_dim) * 0.01)
+        if gating.noise == "learnt":  # SMoSE's start: a router of zero weights, every expert as likely anywhere
+            head.router.weight.zero_()
     return head
 
 
@@ -55,6 +56,14 @@ def _mixture_settings(kwargs: dict[str, Any], owner: str, gating: Gating) -> tup
     noise = check_float(kwargs.pop("gate_noise", gating.gate_noise), "gate_noise", owner)
     balance = check_float(kwargs.pop("load_balance", gating.load_balance), "load_balance", owner)
     return n, noise, balance
+
+
+def _named_gating(kwargs: dict[str, Any], owner: str, default: str) -> tuple[str, Gating]:
+    """The ``gating`` policy setting: a name of :data:`~interp_rl.kinds.mixture_training.GATINGS`."""
+    from interp_rl._validation import check_choice
+
+    name = check_choice(kwargs.pop("gating", default), "gating", owner, tuple(GATINGS))
+    return name, GATINGS[name]
 
 
 class MixturePPOPolicy(ActorCriticPolicy):  # type: ignore[misc]
@@ -75,8 +84,8 @@ class MixturePPOPolicy(ActorCriticPolicy):  # type: ignore[misc]
     def _build(self, lr_schedule: Any) -> None:
         super()._build(lr_schedule)
         act_dim = int(np.prod(self.action_space.shape))
-        self.action_net = _head(self.mlp_extractor.latent_dim_pi, act_dim, self.n_experts, self.gate_noise,
-                                self.load_balance)
+        self.action_net = _head(self.mlp_extractor.latent_dim_pi, act_dim, self.n_experts,
+                                Gating(gate_noise=self.gate_noise, load_balance=self.load_balance))
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
@@ -88,14 +97,20 @@ class MixtureSACPolicy(SACPolicy):  # type: ignore[misc]
     """SB3's SAC policy whose actor's mean is a mixture of linear experts: SMOSE.
 
     The log-std stays SB3's linear map of the observation (it only explores; the deployed
-    controller is the squashed mean). Parameters are SB3's plus ``n_experts``, ``gate_noise``
-    and ``load_balance`` as for :class:`MixturePPOPolicy`, their defaults
-    :data:`~interp_rl.kinds.mixture_training.SAC`'s; ``net_arch`` defaults to
+    controller is the squashed mean). Parameters are SB3's plus ``n_experts`` and ``gating``:
+    ``'switch'`` (the class's default, so that agents saved before the choice load as they were
+    trained; :data:`~interp_rl.kinds.mixture_training.SAC`: fixed noise ``gate_noise`` and the
+    Switch Transformer's balancing, ``load_balance``) or ``'smose'``
+    (:data:`~interp_rl.kinds.mixture_training.SMOSE`, SMoSE's own noisy gating with a learnt noise
+    scale and importance and load balancing; what ``interp-rl train --policy moe`` asks for). ``net_arch`` defaults to
     no hidden layer for the actor and SAC's two of 256 units for the critics.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.n_experts, self.gate_noise, self.load_balance = _mixture_settings(kwargs, "MixtureSACPolicy", SAC)
+        self.gating, gating = _named_gating(kwargs, "MixtureSACPolicy", "switch")
+        self.n_experts, self.gate_noise, self.load_balance = _mixture_settings(kwargs, "MixtureSACPolicy", gating)
+        self._gating = Gating(gate_noise=self.gate_noise, load_balance=self.load_balance, noise=gating.noise,
+                              balance=gating.balance)
         kwargs.setdefault("net_arch", {"pi": [], "qf": [256, 256]})
         super().__init__(*args, **kwargs)
 
@@ -105,11 +120,11 @@ class MixtureSACPolicy(SACPolicy):  # type: ignore[misc]
             raise bad_value("net_arch", "MixtureSACPolicy", "no hidden layer for the actor ('pi': [])",
                             actor.net_arch)
         act_dim = int(np.prod(self.action_space.shape))
-        actor.mu = _head(actor.features_dim, act_dim, self.n_experts, self.gate_noise, self.load_balance)
+        actor.mu = _head(actor.features_dim, act_dim, self.n_experts, self._gating)
         return actor.to(self.device)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
-        return {**super()._get_constructor_parameters(), "n_experts": self.n_experts,
+        return {**super()._get_constructor_parameters(), "n_experts": self.n_experts, "gating": self.gating,
                 "gate_noise": self.gate_noise, "load_balance": self.load_balance}
 
 

@@ -130,6 +130,8 @@ def _build_model(cfg: TrainConfig, hp: dict[str, Any], venv: Any) -> Any:
         kwargs["policy_kwargs"] = {**kwargs["policy_kwargs"], "net_arch": {"pi": [], critic: layers}}
         if algo == "sac" and kwargs.get("use_sde"):
             raise InvalidParameterError("--policy moe trains SAC without gSDE; drop use_sde from the settings.")
+        if algo == "sac":  # SMoSE's own gating unless the settings name another
+            kwargs["policy_kwargs"] = {"gating": "smose", **kwargs["policy_kwargs"]}
         policy = MixtureSACPolicy if algo == "sac" else MixturePPOPolicy
         return cls(policy, venv, seed=cfg.seed, device="cpu", verbose=0, **kwargs)
     if hp.get("noise_type") == "normal":

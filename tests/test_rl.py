@@ -241,6 +241,48 @@ def test_train_with_a_mixture_actor_writes_the_controller_it_trained(tmp_path: P
     np.testing.assert_allclose(ctrl.predict(X), teacher.predict(X), atol=1e-5)
     assert np.ptp(ctrl.predict(X)) > 1e-3  # it acts: the check above is not two constant zeros
     assert json.loads((out / "teacher.json").read_text())["controller"] == "controller.json"
+    if algo == "sac":  # SMoSE's own gating: the learnt noise scale trained with it, and is not deployed
+        head = teacher.model.policy.actor.mu
+        assert teacher.model.policy.gating == "smose" and head.gating.noise == "learnt"
+        assert head.router_noise.weight.abs().sum() > 0
+
+
+def test_smose_gating_learns_its_noise_and_balances_importance_and_load() -> None:
+    """Shazeer et al.'s noisy gating as SMoSE trains it: noise of a learnt scale while learning, none while acting;
+    the balancing loss is half the squared coefficients of variation of importance and of the smooth load."""
+    import torch
+
+    from interp_rl.kinds.mixture_training import SMOSE, Gating, NoisyTop1Mixture
+
+    torch.manual_seed(0)
+    net = NoisyTop1Mixture(3, 2, 4, gating=SMOSE).train()
+    with torch.no_grad():
+        net.router_noise.weight.copy_(torch.randn(4, 3))
+        net.experts_b.copy_(torch.randn(4, 2))
+    x = torch.randn(64, 3)
+    with torch.no_grad():  # acting: no noise
+        torch.testing.assert_close(net(x), net(x))
+    assert not torch.equal(net(x), net(x))  # learning: noisy scores
+    net(x).sum().backward()
+    assert net.router_noise.weight.grad.abs().sum() > 0  # the noise's scale learns with the router
+    # the loss, written out from the paper's definitions
+    clean = net.router(x).detach()
+    std = torch.nn.functional.softplus(net.router_noise(x)).detach()
+    noisy = clean + torch.randn(clean.shape) * std
+    prob = torch.softmax(noisy, dim=1)
+    load = torch.zeros(4)
+    for m in range(4):
+        others = torch.cat([noisy[:, :m], noisy[:, m + 1:]], dim=1).max(dim=1).values
+        load[m] = torch.distributions.Normal(0.0, 1.0).cdf((clean[:, m] - others) / std[:, m]).sum()
+    imp = prob.sum(dim=0)
+    want = 0.01 * 0.5 * (imp.var() / imp.mean() ** 2 + load.var() / load.mean() ** 2)
+    torch.testing.assert_close(net.balance_loss(prob, clean, noisy, std), want)
+    # a router that cannot tell the experts apart is balanced: no loss
+    flat = torch.zeros(64, 4)
+    assert float(net.balance_loss(torch.softmax(flat, 1), flat, flat + torch.eye(4)[torch.arange(64) % 4],
+                                  torch.ones(64, 4))) < 1e-3
+    with pytest.raises(InvalidParameterError, match="'noise' parameter of Gating"):
+        Gating(gate_noise=0.1, load_balance=0.0, noise="loud")
 
 
 @pytest.mark.parametrize("policy", ["ppo", "sac"])

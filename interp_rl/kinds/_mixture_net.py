@@ -49,49 +49,92 @@ class NoisyTop1Mixture(nn.Module):
         self.router = nn.Linear(obs_dim, n_experts)
         self.experts_w = nn.Parameter(torch.zeros(n_experts, obs_dim, act_dim))
         self.experts_b = nn.Parameter(torch.zeros(n_experts, act_dim))
+        if gating.noise == "learnt":  # the noise's scale per state and expert; learnt, never deployed
+            self.router_noise = nn.Linear(obs_dim, n_experts)
+            with torch.no_grad():
+                self.router_noise.weight.zero_()
+                self.router_noise.bias.zero_()
 
     def _learning(self) -> bool:
         return self.training and torch.is_grad_enabled()
 
+    def noise_scale(self, x: torch.Tensor) -> torch.Tensor | None:
+        """The standard deviation of the noise on each score while learning ``(n, n_experts)``, ``None`` without."""
+        if self.gating.noise == "learnt":
+            return torch.nn.functional.softplus(self.router_noise(x))
+        if self.gating.gate_noise > 0:
+            return torch.full((len(x), self.n_experts), float(self.gating.gate_noise), dtype=x.dtype,
+                              device=x.device)
+        return None
+
+    def _noisy(self, x: torch.Tensor, generator: torch.Generator | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """``(scores, clean scores, noise scale)``: the scores noisy while learning (noise drawn from ``generator``)."""
+        clean = self.router(x)
+        std = self.noise_scale(x) if self._learning() else None
+        if std is None:
+            return clean, clean, None
+        eps = torch.randn(clean.shape, generator=generator, dtype=clean.dtype, device=clean.device)
+        return clean + eps * std, clean, std
+
     def scores(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """The router's scores ``(n, n_experts)``, noisy while learning (the noise drawn from ``generator``)."""
-        s = self.router(x)
-        if self._learning() and self.gating.gate_noise > 0:
-            s = s + self.gating.gate_noise * torch.randn(s.shape, generator=generator, dtype=s.dtype,
-                                                         device=s.device)
-        return s
+        return self._noisy(x, generator)[0]
 
     def experts(self, x: torch.Tensor) -> torch.Tensor:
         """Every expert's output ``(n, n_experts, act_dim)``."""
         return torch.einsum("bd,mdk->bmk", x, self.experts_w) + self.experts_b
 
-    def balance_loss(self, prob: torch.Tensor) -> torch.Tensor:
-        """``load_balance * M * sum_m share_m * mean_prob_m`` for the router's probabilities ``prob``."""
-        share = torch.bincount(prob.argmax(dim=1), minlength=self.n_experts).to(prob.dtype) / len(prob)
-        return self.gating.load_balance * self.n_experts * (share * prob.mean(dim=0)).sum()
+    def balance_loss(self, prob: torch.Tensor, clean: torch.Tensor | None = None, noisy: torch.Tensor | None = None,
+                     std: torch.Tensor | None = None) -> torch.Tensor:
+        """The load-balancing loss for the router's probabilities ``prob`` (of the ``noisy`` scores).
+
+        ``'switch'``: ``load_balance * M * sum_m share_m * mean_prob_m``. ``'cv'``: ``load_balance / 2 *
+        (CV(importance)^2 + CV(load)^2)``, the importance of expert ``m`` its summed probability, its load the
+        summed probability that it is chosen under fresh noise, ``Phi((clean_m - max_{j != m} noisy_j) / std_m)``
+        (Shazeer et al.'s smooth load; the count of rows routed to it where there is no noise).
+        """
+        if self.gating.balance == "switch":
+            share = torch.bincount(prob.argmax(dim=1), minlength=self.n_experts).to(prob.dtype) / len(prob)
+            return self.gating.load_balance * self.n_experts * (share * prob.mean(dim=0)).sum()
+
+        def cv2(v: torch.Tensor) -> torch.Tensor:
+            return v.var() / (v.mean() ** 2 + 1e-10)
+
+        importance = prob.sum(dim=0)
+        if std is None or clean is None or noisy is None or self.n_experts < 2:
+            load = torch.bincount(prob.argmax(dim=1), minlength=self.n_experts).to(prob.dtype)
+        else:
+            top2 = torch.topk(noisy, 2, dim=1)
+            first = torch.nn.functional.one_hot(top2.indices[:, 0], self.n_experts).bool()
+            threshold = torch.where(first, top2.values[:, 1:2], top2.values[:, 0:1])  # the best of the others
+            normal = torch.distributions.Normal(torch.zeros((), dtype=prob.dtype), torch.ones((), dtype=prob.dtype))
+            load = normal.cdf((clean - threshold) / std.clamp_min(1e-9)).sum(dim=0)
+        return self.gating.load_balance * 0.5 * (cv2(importance) + cv2(load))
 
     def regression_loss(self, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor,
                         generator: torch.Generator | None = None) -> torch.Tensor:
         """Distillation's loss: the squared error of each expert on ``y``, expected under the (noisy) router's
         probabilities, averaged with ``weight`` per row; plus the load-balancing loss."""
-        p = torch.softmax(self.scores(x, generator), dim=1)
+        noisy, clean, std = self._noisy(x, generator)
+        p = torch.softmax(noisy, dim=1)
         err = ((self.experts(x) - y[:, None, :]) ** 2).sum(dim=2)
         loss = (weight * (p * err).sum(dim=1)).mean()
         if self.gating.load_balance > 0:
-            loss = loss + self.balance_loss(p)
+            loss = loss + self.balance_loss(p, clean, noisy, std)
         return loss
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """The routed expert's output: its value, with the softmax-weighted mixture's gradient; while learning, the
         load-balancing loss rides on the output into whatever loss is built from it."""
-        scores = self.scores(x)
+        scores, clean, std = self._noisy(x)
         prob = torch.softmax(scores, dim=1)
         outs = self.experts(x)
         soft = (prob.unsqueeze(2) * outs).sum(dim=1)
         hard = outs[torch.arange(len(x)), scores.argmax(dim=1)]
         out = hard + soft - soft.detach()
         if self._learning() and self.gating.load_balance > 0 and len(x) > 1:
-            out = _WithAuxiliaryLoss.apply(out, self.balance_loss(prob))
+            out = _WithAuxiliaryLoss.apply(out, self.balance_loss(prob, clean, scores, std))
         return out
 
     def affine(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
