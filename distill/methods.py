@@ -131,6 +131,9 @@ def _rl_options() -> tuple[Option, ...]:
         Option("rl_bc_weight", ("rl__bc_weight",), "Pull towards the teacher's actions while fine-tuning.", float),
         Option("rl_trust_weight", ("rl__trust_weight",), "Pull towards the starting controller's own actions while "
                "fine-tuning (a trust region).", float),
+        Option("rl_router", ("rl__router",), "'frozen' (the pieces learn, the routing stays) or 'train' (a "
+               "mixture's linear router learns with its experts: SMoSE's noisy top-1 gating, straight-through, "
+               "balanced).", str),
     )
 
 

@@ -7,7 +7,10 @@ return, keeping its structure and its sparsity:
 * the **actor** is the controller: its affine pieces (a tree's leaves, a mixture's experts, a
   linear policy's one equation; see :meth:`interp_rl.program.ProgramBase.affine_pieces`) are
   trainable, the assignment of states to pieces (the splits, the router) is frozen, and the
-  zero coefficients stay zero;
+  zero coefficients stay zero; with ``router='train'`` a mixture's linear router learns too
+  (SMoSE's gating: noisy top-1 scores whose noise has a learnt scale, the routed expert acting
+  with the softmax mixture's gradient, straight-through, and the importance and load balancing
+  loss), its zero coefficients kept zero as well;
 * the **critic** starts from the teacher's own Q-networks (SAC, TD3, TQC: twin critics with
   their target copies) and keeps learning on the controller's own transitions; for a teacher
   without one it starts fresh;
@@ -273,6 +276,17 @@ class CriticTuner(BaseEstimator):
         Replay capacity.
     seed : int, default=0
         Seeds the episodes, the noise and the batches.
+    router : {'frozen', 'train'}, default='frozen'
+        Whether a mixture's linear router learns with its experts. ``'train'``: the router's scores
+        (argmax: the acting expert) get noise of a learnt scale per state and expert on every actor
+        update (Shazeer et al.'s noisy gating, as SMoSE trains it: where the router is unsure the
+        actor is made to try the other experts), the routed expert's action carries the softmax
+        mixture's gradient (straight-through: the action is the deployed controller's), and
+        :data:`~interp_rl.kinds.mixture_training.SMOSE`'s weight of the importance and load
+        balancing loss is added. The router's zero coefficients stay zero, so the size does not
+        grow. Only a linear router can: a tree's (or a routing tree's) splits are hard thresholds,
+        whose gradient is zero almost everywhere, and a softened tree would train a controller
+        other than the one deployed.
     search : {'td3', 'ars'}, default='td3'
         How the pieces are searched: TD3 as described above, or augmented random search
         (:class:`distill.ars.ARS`, V2-t with the teacher's task's settings, :func:`distill.ars.teacher_ars_settings`,
@@ -335,6 +349,7 @@ class CriticTuner(BaseEstimator):
         buffer_size: int = 300_000,
         seed: int = 0,
         search: str = "td3",
+        router: str = "frozen",
         checkpoint_dir: str | Path | None = None,
     ) -> None:
         self.n_steps = n_steps
@@ -358,6 +373,7 @@ class CriticTuner(BaseEstimator):
         self.buffer_size = buffer_size
         self.seed = seed
         self.search = search
+        self.router = router
         self.checkpoint_dir = checkpoint_dir
 
     def _validate_params(self) -> None:
@@ -384,6 +400,7 @@ class CriticTuner(BaseEstimator):
         check_int(self.buffer_size, "buffer_size", owner)
         check_int(self.seed, "seed", owner, low=0)
         check_choice(self.search, "search", owner, ("td3", "ars"))
+        check_choice(self.router, "router", owner, ("frozen", "train"))
 
     def _critic_source(self, teacher: Teacher) -> str:
         model = getattr(teacher, "model", None)
@@ -408,11 +425,13 @@ class CriticTuner(BaseEstimator):
         self._validate_params()
         check_teacher(teacher, "CriticTuner")
         env_fn = env_fn if env_fn is not None else teacher.env_fn
+        program = student._fitted_program()
+        if self.router == "train":
+            self._check_router(program)
         if self.search == "ars":
             self._fit_ars(student, env_fn, progress, resume, teacher)
             return self
         self.critic_source_ = self._critic_source(teacher)
-        program = student._fitted_program()
         try:
             pieces = program.affine_pieces()
         except TypeError:
@@ -422,11 +441,28 @@ class CriticTuner(BaseEstimator):
             self._fit(student, teacher, env_fn, program, pieces, progress, resume)
         return self
 
+    def _check_router(self, program: Any) -> None:
+        """``router='train'`` needs one linear routing map whose argmax is the acting piece (a mixture's router)."""
+        maps = program.routing_maps()
+        if self.search == "ars":
+            raise bad_value("router", "CriticTuner", "'frozen' with search='ars' (ARS already moves a linear "
+                            "router with the experts)", self.router)
+        if len(maps) != 1 or len(maps[0][0]) != len(program.affine_pieces().intercept):
+            why = {"tree": "a tree's splits are hard thresholds, whose gradient is zero almost everywhere; a "
+                           "softened tree would train another controller than the one deployed",
+                   "oblique": "an oblique tree's splits are hard thresholds (fine-tune the ReLU network it is "
+                              "converted from instead)",
+                   "mixture": "this mixture routes by a tree, whose thresholds have no gradient"}.get(
+                program.kind, f"a {program.kind} program has no linear router")
+            raise bad_value("router", "CriticTuner", f"'frozen' for this controller ({why})", self.router)
+
     def _config(self) -> dict[str, Any]:
         params = self.get_params()
         params.pop("checkpoint_dir", None)
         if params.get("search") == "td3":  # the states saved before there was a choice stay resumable
             params.pop("search")
+        if params.get("router") == "frozen":
+            params.pop("router")
         return params
 
     def _fit_ars(self, student: Any, env_fn: EnvFn, progress: Callable[[dict[str, Any]], None] | None,
@@ -525,6 +561,29 @@ class CriticTuner(BaseEstimator):
         def weights() -> Any:
             return w / feature_scale
 
+        # The router, when it learns too: a mixture's scores (argmax: the acting expert), in feature units as the
+        # experts, zeros kept zero, and the noise's scale per state and expert learnt beside it (from zero weights:
+        # softplus(0) everywhere).
+        train_router = self.router == "train"
+        router_params: list[Any] = []
+        if train_router:
+            from interp_rl.kinds._mixture_net import importance_load_loss
+            from interp_rl.kinds.mixture_training import SMOSE
+
+            (router_b, router_w), = program.routing_maps()
+            rmask = torch.as_tensor(router_w != 0.0)
+            rb = torch.nn.Parameter(torch.tensor(router_b, dtype=torch.float64))
+            rw = torch.nn.Parameter(torch.tensor(router_w, dtype=torch.float64))
+            nb = torch.nn.Parameter(torch.zeros(len(router_b), dtype=torch.float64))
+            nw = torch.nn.Parameter(torch.zeros(router_w.shape, dtype=torch.float64))
+            router_params = [rb, rw, nb, nw]
+
+        def assign(o: np.ndarray, x: Any) -> Any:
+            """The acting piece of each row: the start's assignment, or the learning router's argmax."""
+            if train_router:
+                return (rb + x @ ((rw / feature_scale) * rmask).T).argmax(dim=1)
+            return torch.as_tensor(pieces.assign(o))
+
         lo_t, hi_t = torch.as_tensor(low), torch.as_tensor(high)
         half_t, centre_t = torch.as_tensor(half), torch.as_tensor(centre)
 
@@ -542,10 +601,30 @@ class CriticTuner(BaseEstimator):
         def start_actor(x: Any, piece: Any) -> Any:
             return pieces_act(b0, w0, x, piece)[0]
 
+        def routed_actor(x: Any) -> tuple[Any, Any, Any]:
+            """The actor whose router learns: noisy scores choose the expert, whose action carries the softmax
+            mixture's gradient (straight-through); plus the weighted importance and load loss."""
+            clean = rb + x @ ((rw / feature_scale) * rmask).T
+            std = torch.nn.functional.softplus(nb + (x / feature_scale) @ nw.T)
+            noisy = clean + torch.randn(clean.shape, generator=gen, dtype=torch.float64) * std
+            prob = torch.softmax(noisy, dim=1)
+            y_all = b[None] + torch.einsum("mkd,nd->nmk", weights() * mask, x)
+            if tanh_squash:
+                y_all = lo_t + 0.5 * (torch.tanh(y_all) + 1.0) * (hi_t - lo_t)
+            a_all = torch.minimum(torch.maximum(y_all, lo_t), hi_t)
+            rows, chosen = torch.arange(len(x)), noisy.argmax(dim=1)
+            soft = (prob.unsqueeze(2) * a_all).sum(dim=1)
+            a = a_all[rows, chosen] + soft - soft.detach()
+            return a, y_all[rows, chosen], SMOSE.load_balance * importance_load_loss(prob, clean, noisy, std)
+
         def program_now() -> Any:
             with torch.no_grad():
-                return program.with_affine_pieces(b.detach().numpy().copy(),
+                prog = program.with_affine_pieces(b.detach().numpy().copy(),
                                                   (weights() * mask).detach().numpy().copy())
+                if train_router:
+                    prog = prog.with_routing_maps([(rb.detach().numpy().copy(),
+                                                    ((rw / feature_scale) * rmask).detach().numpy().copy())])
+                return prog
 
         # The critic: the teacher's twin Q-networks (or new ones) on normalised obs and [-1, 1] actions.
         if self.critic_source_ == "teacher":
@@ -563,7 +642,7 @@ class CriticTuner(BaseEstimator):
         for p in q_target.parameters():
             p.requires_grad_(False)
         q_opt = torch.optim.Adam(q_net.parameters(), lr=self.critic_lr)
-        a_opt = torch.optim.Adam([b, w], lr=self.actor_lr)
+        a_opt = torch.optim.Adam([b, w, *router_params], lr=self.actor_lr)
 
         def q_in(obs: np.ndarray) -> Any:
             o = normalize(obs) if normalize is not None else obs
@@ -610,6 +689,9 @@ class CriticTuner(BaseEstimator):
             meta, arr = saved
             self.initial_return_, best_ret, best_score = meta["initial_return"], meta["best_return"], meta["best_score"]
             best_program = program.with_affine_pieces(np.array(arr["best/intercept"]), np.array(arr["best/coef"]))
+            if train_router:
+                best_program = best_program.with_routing_maps([(np.array(arr["best/router_b"]),
+                                                                np.array(arr["best/router_w"]))])
             history = meta["history"]
             steps, updates, owed, next_eval = meta["steps"], meta["updates"], meta["owed"], meta["next_eval"]
             in_units = meta["in_units"]
@@ -617,6 +699,8 @@ class CriticTuner(BaseEstimator):
                 b.copy_(torch.as_tensor(np.array(arr["actor/b"])))
                 w.copy_(torch.as_tensor(np.array(arr["actor/w"])))
                 feature_scale.copy_(torch.as_tensor(np.array(arr["actor/feature_scale"])))
+                for name, param in zip(("rb", "rw", "nb", "nw"), router_params, strict=False):
+                    param.copy_(torch.as_tensor(np.array(arr[f"actor/{name}"])))
             q_net.load_state_dict(_load_arrays("q", q_net.state_dict(), arr))
             q_target.load_state_dict(_load_arrays("qt", q_target.state_dict(), arr))
             _load_optimizer(q_opt, "qopt", arr)
@@ -647,6 +731,11 @@ class CriticTuner(BaseEstimator):
                       **_state_arrays("qopt", q_opt.state_dict()), **_state_arrays("aopt", a_opt.state_dict()),
                       **{f"buf/{name}": getattr(buf, name)[: buf.n] for name in
                          ("obs", "next_obs", "act", "label", "reward", "done")}}
+            if train_router:
+                (best_rb, best_rw), = best_program.routing_maps()
+                arrays.update({"best/router_b": best_rb, "best/router_w": best_rw,
+                               **{f"actor/{name}": param.detach().numpy() for name, param in
+                                  zip(("rb", "rw", "nb", "nw"), router_params, strict=True)}})
             env_meta = []
             for i, env in enumerate(envs):
                 snap = _env_state(env)
@@ -671,7 +760,8 @@ class CriticTuner(BaseEstimator):
             idx = buf.sample(rng, self.batch_size)
             o, o2 = buf.obs[idx], buf.next_obs[idx]
             x, x2 = torch.as_tensor(inputs(o)), torch.as_tensor(inputs(o2))
-            piece, piece2 = torch.as_tensor(pieces.assign(o)), torch.as_tensor(pieces.assign(o2))
+            with torch.no_grad():
+                piece, piece2 = assign(o, x), assign(o2, x2)
             r = torch.as_tensor(buf.reward[idx], dtype=torch.float32)[:, None]
             d = torch.as_tensor(buf.done[idx], dtype=torch.float32)[:, None]
             with torch.no_grad():
@@ -693,17 +783,23 @@ class CriticTuner(BaseEstimator):
                     with torch.no_grad():
                         feature_scale.copy_(torch.where(spread > 1e-8, spread, torch.ones_like(spread)))
                         w.mul_(feature_scale)
-                a, y = actor(x, piece)
+                        if train_router:
+                            rw.mul_(feature_scale)
+                balance = 0.0
+                if train_router:
+                    a, y, balance = routed_actor(x)
+                else:
+                    a, y = actor(x, piece)
                 q1 = qs(q_net, q_in(o), scaled(a))[0]
                 lam = 1.0 / q1.abs().mean().detach().clamp_min(1e-6)
                 label = torch.as_tensor(buf.label[idx])
                 trust = 0.0
                 if self.trust_weight:
                     with torch.no_grad():
-                        a0 = start_actor(x, piece)
+                        a0 = start_actor(x, torch.as_tensor(pieces.assign(o)) if train_router else piece)
                     trust = self.trust_weight * (((a - a0) / half_t) ** 2).mean()
-                a_loss = trust + (-(lam * q1).mean() + self.bc_weight * (((a - label) / half_t) ** 2).mean()
-                                  + (((y - a) / half_t) ** 2).mean())  # pulls clipped pre-actions back in bounds
+                a_loss = trust + balance + (-(lam * q1).mean() + self.bc_weight * (((a - label) / half_t) ** 2).mean()
+                                            + (((y - a) / half_t) ** 2).mean())  # pulls clipped pre-actions back in
                 a_opt.zero_grad()
                 a_loss.backward()
                 a_opt.step()
@@ -715,7 +811,8 @@ class CriticTuner(BaseEstimator):
             while steps < self.n_steps:
                 before = obs.copy()
                 with torch.no_grad():
-                    act = actor(torch.as_tensor(inputs(before)), torch.as_tensor(pieces.assign(before)))[0].numpy()
+                    x_now = torch.as_tensor(inputs(before))
+                    act = actor(x_now, assign(before, x_now))[0].numpy()
                 act = np.clip(act + rng.normal(size=act.shape) * self.exploration_noise * half, t_low, t_high)
                 # The teacher's labels serve only TD3+BC's pull: without it, no teacher forward pass per step.
                 label = (np.asarray(teacher.predict(before), dtype=np.float64).reshape(act.shape) if self.bc_weight

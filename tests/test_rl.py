@@ -70,6 +70,48 @@ def test_fine_tuning_from_the_teachers_critic_runs_end_to_end(pendulum_sac: Path
         assert new.terms == old.terms and tuner.feature_scale_.shape == (len(old.terms),)  # learnt per term
 
 
+def test_the_router_learns_with_the_experts_within_the_size_budget_and_resumes_exactly(pendulum_sac: Path,
+                                                                                        tmp_path: Path) -> None:
+    """router='train': the mixture's router moves with its experts (SMoSE's gating), every zero of the router and
+    of the experts stays zero, so the size never grows; an interrupted run resumes to the same controller."""
+    from interp_rl.errors import DistillInterrupted
+
+    teacher = load_teacher(pendulum_sac, env="Pendulum-v1")
+    student = _student(teacher, MixturePolicy, n_experts=3, max_terms=2, n_steps=200)
+    old = student._fitted_program()
+    (_, old_rw), = old.routing_maps()
+    assert (old_rw == 0).any() or (old.expert_coef == 0).any()  # there are masks to keep
+    params = {**SMALL, "router": "train", "actor_lr": 1e-2}
+    whole = CriticTuner(**params, checkpoint_dir=tmp_path / "whole").fit(student, teacher, teacher.env_fn)
+    new = whole.final_student_._fitted_program()
+    (_, new_rw), = new.routing_maps()
+    assert not np.array_equal(new_rw, old_rw)  # the router learnt
+    assert np.all(new_rw[old_rw == 0.0] == 0.0) and np.all(new.expert_coef[old.expert_coef == 0.0] == 0.0)
+    assert new.size()["parameters"] <= old.size()["parameters"]
+    X = np.random.default_rng(0).normal(size=(500, 3)) * [1, 1, 4]
+    assert (new.route(X) != old.route(X)).any()  # states change expert
+    frozen = CriticTuner(**{**params, "router": "frozen"}).fit(student, teacher, teacher.env_fn)
+    np.testing.assert_array_equal(frozen.final_student_._fitted_program().route(X), old.route(X))
+
+    def stop_at_400(row: dict) -> None:
+        if row["step"] == 400:
+            raise KeyboardInterrupt
+
+    with pytest.raises(DistillInterrupted):
+        CriticTuner(**params, checkpoint_dir=tmp_path / "cut").fit(student, teacher, teacher.env_fn,
+                                                                   progress=stop_at_400)
+    resumed = CriticTuner(**params, checkpoint_dir=tmp_path / "cut").fit(student, teacher, teacher.env_fn,
+                                                                         resume=True)
+    for a, b in ((resumed.final_student_, whole.final_student_), (resumed.student_, whole.student_)):
+        assert json.dumps(a._fitted_program().to_dict()) == json.dumps(b._fitted_program().to_dict())
+    # a tree's thresholds cannot learn by the actor's gradient: said in one line
+    from distill import TreePolicy
+
+    tree = _student(teacher, TreePolicy, max_leaves=3)
+    with pytest.raises(InvalidParameterError, match="hard thresholds, whose gradient is zero almost everywhere"):
+        CriticTuner(**params).fit(tree, teacher, teacher.env_fn)
+
+
 def test_the_best_checkpoint_is_kept_not_the_last(pendulum_sac: Path) -> None:
     """Steps far too large wreck the controller after its first evaluation: the student kept is the best one seen
     (here the starting controller), scored again on the selection episodes; the last is only ``final_student_``."""

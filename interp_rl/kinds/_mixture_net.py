@@ -10,7 +10,7 @@ from torch import nn
 
 from interp_rl.kinds.mixture_training import Gating
 
-__all__ = ["NoisyTop1Mixture"]
+__all__ = ["NoisyTop1Mixture", "importance_load_loss"]
 
 
 class _WithAuxiliaryLoss(torch.autograd.Function):
@@ -97,20 +97,8 @@ class NoisyTop1Mixture(nn.Module):
         if self.gating.balance == "switch":
             share = torch.bincount(prob.argmax(dim=1), minlength=self.n_experts).to(prob.dtype) / len(prob)
             return self.gating.load_balance * self.n_experts * (share * prob.mean(dim=0)).sum()
+        return self.gating.load_balance * importance_load_loss(prob, clean, noisy, std)
 
-        def cv2(v: torch.Tensor) -> torch.Tensor:
-            return v.var() / (v.mean() ** 2 + 1e-10)
-
-        importance = prob.sum(dim=0)
-        if std is None or clean is None or noisy is None or self.n_experts < 2:
-            load = torch.bincount(prob.argmax(dim=1), minlength=self.n_experts).to(prob.dtype)
-        else:
-            top2 = torch.topk(noisy, 2, dim=1)
-            first = torch.nn.functional.one_hot(top2.indices[:, 0], self.n_experts).bool()
-            threshold = torch.where(first, top2.values[:, 1:2], top2.values[:, 0:1])  # the best of the others
-            normal = torch.distributions.Normal(torch.zeros((), dtype=prob.dtype), torch.ones((), dtype=prob.dtype))
-            load = normal.cdf((clean - threshold) / std.clamp_min(1e-9)).sum(dim=0)
-        return self.gating.load_balance * 0.5 * (cv2(importance) + cv2(load))
 
     def regression_loss(self, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor,
                         generator: torch.Generator | None = None) -> torch.Tensor:
@@ -152,3 +140,28 @@ class NoisyTop1Mixture(nn.Module):
             state_dict[prefix + "experts_w"] = state_dict.pop(prefix + "weight").transpose(1, 2).contiguous()
             state_dict[prefix + "experts_b"] = state_dict.pop(prefix + "bias")
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+
+def importance_load_loss(prob: torch.Tensor, clean: torch.Tensor | None = None, noisy: torch.Tensor | None = None,
+                         std: torch.Tensor | None = None) -> torch.Tensor:
+    """``(CV(importance)^2 + CV(load)^2) / 2`` of a top-1 router (Shazeer et al.; SMoSE's balancing loss, unweighted).
+
+    ``prob`` ``(n, M)`` are the probabilities of the ``noisy`` scores; expert ``m``'s importance is their sum, its load
+    the summed probability that it is chosen under fresh noise, ``Phi((clean_m - max_{j != m} noisy_j) / std_m)``,
+    or the count of rows routed to it where there is no noise (``std`` ``None``).
+    """
+    n_experts = prob.shape[1]
+
+    def cv2(v: torch.Tensor) -> torch.Tensor:
+        return v.var() / (v.mean() ** 2 + 1e-10)
+
+    importance = prob.sum(dim=0)
+    if std is None or clean is None or noisy is None or n_experts < 2:
+        load = torch.bincount(prob.argmax(dim=1), minlength=n_experts).to(prob.dtype)
+    else:
+        top2 = torch.topk(noisy, 2, dim=1)
+        first = torch.nn.functional.one_hot(top2.indices[:, 0], n_experts).bool()
+        threshold = torch.where(first, top2.values[:, 1:2], top2.values[:, 0:1])  # the best of the others
+        normal = torch.distributions.Normal(torch.zeros((), dtype=prob.dtype), torch.ones((), dtype=prob.dtype))
+        load = normal.cdf((clean - threshold) / std.clamp_min(1e-9)).sum(dim=0)
+    return 0.5 * (cv2(importance) + cv2(load))
