@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.peers import peers_section
 from benchmarks.plots import aggregate_plot, pareto_plot
 from benchmarks.records import TARGET, Group, _first, _num, _pct, aggregate, chosen, left_out_of_aggregate
 from benchmarks.suite import TARGET_KEYS
@@ -886,3 +887,6 @@ def teachers_section(ctx: ReportContext, doc: Document) -> None:
 
 # The study suites' sections register themselves too (an import for its effect, after the registry exists).
 import benchmarks.study_analyses  # noqa: E402,F401
+
+# Our frontier against the published peers (benchmarks/peers.py reads no module of this one: no cycle).
+register_analysis("peers")(peers_section)

@@ -387,10 +387,11 @@ def _check_compatible(before: dict[str, Any], now: dict[str, Any], res: Path) ->
             # 'start' may come or go: a method starting from another's cell is checked to distil with the
             # same settings, so its controllers are the ones its own distillation makes (same seed).
             # 'held_out' labels a teacher for the report; it is not a setting.
-            # A key missing from an older suite.json is its default (None), such as a method's 'vary'.
+            # A key missing from an older suite.json is its default (None, or an empty list), such as a method's
+            # 'vary' or 'teachers'.
             labels = ("sizes", "start", "held_out")
-            if prev is not None and {k: v for k, v in prev.items() if k not in labels and v is not None} != {
-                    k: v for k, v in x.items() if k not in labels and v is not None}:
+            if prev is not None and {k: v for k, v in prev.items() if k not in labels and v not in (None, [])} != {
+                    k: v for k, v in x.items() if k not in labels and v not in (None, [])}:
                 raise InterpRLError(f"{where}: {kind[:-1]} {x[name_key]!r} has other settings there; give it "
                                     "another name or choose another results folder.")
 
@@ -601,7 +602,9 @@ def run_suite(
     as_run = {**suite.to_dict(), "source": _suite_label(suite)}
     atomic_write_text(suite_file, json.dumps(as_run, indent=1) + "\n")
     remove_stale_temps(res / "records")
-    prepare_teachers(suite, res, tdir, log=say, only=teachers)
+    needed = [t.name for t in suite.chosen_teachers(teachers) if any(c.teacher == t.name for c in cells)]
+    if needed:  # only the teachers some cell runs on (a method may run on a few of the suite's teachers)
+        prepare_teachers(suite, res, tdir, log=say, only=needed)
     result = BenchResult(cells=cells)
     todo: list[Cell] = []
     for cell in cells:

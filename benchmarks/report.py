@@ -29,6 +29,7 @@ def _compared_records(res: Path, suite: dict[str, Any], own: list[dict[str, Any]
     their controller paths made relative to ``res``."""
     teachers = {t["name"]: t for t in suite.get("teachers") or []}
     mine = {r["method"] for r in own}
+    taken: set[str] = set()  # a method label an earlier compared folder already shows
     out: dict[str, list[dict[str, Any]]] = {}
     for other in suite.get("compare") or []:
         folder = res.parent / other
@@ -38,6 +39,10 @@ def _compared_records(res: Path, suite: dict[str, Any], own: list[dict[str, Any]
                 for r in load_records(folder)
                 if r["cell"]["teacher"] in teachers and r["method"] not in mine
                 and r.get("episodes") == own[0].get("episodes")]
+        for r in kept:  # the same label in two compared folders names two methods: the later one says its suite
+            if r["method"] in taken:
+                r["method"] = f"{r['method']} ({other})"
+        taken |= {r["method"] for r in kept}
         if kept:
             out[other] = kept
     return out

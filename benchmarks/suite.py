@@ -87,6 +87,8 @@ class MethodSpec:
     again: its distillation settings are the same, only what acts after the distillation differs."""
     vary: str | None = None
     """The setting ``sizes`` lists values of (such as ``top_features``); ``None``: the method's size."""
+    teachers: tuple[str, ...] = ()
+    """The teachers this method runs on (a budget set for one task, say); empty: every teacher of the suite."""
 
     def cell_settings(self, size: Any, seed: int) -> dict[str, Any]:
         """The settings of this method's cell of ``size`` and ``seed``, before the method fills in defaults."""
@@ -152,7 +154,7 @@ class Suite:
         """All cells, seed-major (every method of seed 0 first), optionally filtered."""
         ms, ts = self.chosen_methods(methods), self.chosen_teachers(teachers)
         return [Cell(t.name, m.label, size, seed) for seed in (seeds or list(self.seeds))
-                for t in ts for m in ms for size in m.sizes]
+                for t in ts for m in ms if not m.teachers or t.name in m.teachers for size in m.sizes]
 
     def chosen_methods(self, methods: list[str] | None = None) -> list[MethodSpec]:
         """The suite's methods named in ``methods`` (all when ``None``); an unknown label is an error."""
@@ -345,7 +347,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
                              "or '-'.")
         if not isinstance(m, dict):
             raise SuiteError(f"{where}: [methods.{label}] must be a table.")
-        bad = sorted(set(m) - {"method", "sizes", "settings", "start", "vary"})
+        bad = sorted(set(m) - {"method", "sizes", "settings", "start", "vary", "teachers"})
         if bad:
             raise SuiteError(f"{where}: [methods.{label}] has unknown key(s) {', '.join(bad)}.")
         kind = m.get("method", label)
@@ -369,7 +371,13 @@ def load_suite(name_or_path: str | Path) -> Suite:
         if start is not None and not isinstance(start, str):
             raise SuiteError(f"{where}: [methods.{label}] 'start' must be the label of another method. "
                              f"Got {start!r} instead.")
-        spec = MethodSpec(label=label, method=kind, sizes=tuple(sizes), settings=settings, start=start, vary=vary)
+        only = m.get("teachers", [])
+        known = {t.name for t in teachers}
+        if not isinstance(only, list) or not all(isinstance(t, str) and t in known for t in only):
+            raise SuiteError(f"{where}: [methods.{label}] 'teachers' must list some of the suite's teachers "
+                             f"({', '.join(sorted(known))}). Got {only!r} instead.")
+        spec = MethodSpec(label=label, method=kind, sizes=tuple(sizes), settings=settings, start=start, vary=vary,
+                          teachers=tuple(only))
         for size in sizes:  # fail now, not an hour into the run
             METHODS[kind].resolve(spec.cell_settings(size, 0),
                                   owner=f"[methods.{label}] in {where[:1].lower()}{where[1:]}")

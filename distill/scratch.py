@@ -45,7 +45,8 @@ class ScratchTrainer(BaseEstimator):
     seed : int, default=0
         Seeds the environments, the networks and the exploration.
     eval_episodes : int, default=5
-        Deterministic episodes at every checkpoint (tenths of ``n_steps``); the best checkpoint is kept.
+        Deterministic episodes at every checkpoint (tenths of ``n_steps``, at most 25,000 steps apart); the best
+        checkpoint is kept.
 
     Attributes
     ----------
@@ -103,9 +104,12 @@ class ScratchTrainer(BaseEstimator):
                 progress({"phase": "scratch", "step": row["step"], "total": self.n_steps,
                           "return_mean": row.get("eval_return")})
 
+        # a checkpoint (and a held-out evaluation) every tenth of the run, at most 25,000 steps apart: a long run
+        # stopped with its session loses at most that much
         meta = train(run, algo=self.algo, steps=self.n_steps, seed=self.seed, eval_episodes=self.eval_episodes,
                      hyperparams={"policy": "moe", "policy_kwargs": {"n_experts": int(student.n_experts)}},
-                     resume=resume and run.is_dir(), on_checkpoint=tell)
+                     resume=resume and run.is_dir(), on_checkpoint=tell,
+                     checkpoint_every=max(1000, min(self.n_steps // 10, 25_000)))
         self.history_ = list(meta.get("history", []))
         earlier = max([0.0, *(float(h.get("seconds", 0.0)) for h in self.history_)])
         self.seconds_ = max(earlier, time.perf_counter() - t0)

@@ -422,6 +422,7 @@ class SB3Teacher:
         hyperparams: dict[str, Any] | None = None,
         resume: bool = False,
         on_checkpoint: Callable[[dict[str, Any]], None] | None = None,
+        checkpoint_every: int = 0,
     ) -> dict[str, Any]:
         """Train a new agent by RL from scratch on this teacher's task, in its observation layout.
 
@@ -435,7 +436,7 @@ class SB3Teacher:
 
         cfg = TrainConfig(algo=algo, task=self.task, steps=steps, out=str(out), seed=seed,
                           eval_episodes=eval_episodes, variant=dict(self.variant),
-                          hyperparams=dict(hyperparams or {}))
+                          hyperparams=dict(hyperparams or {}), checkpoint_every=checkpoint_every)
         return train_teacher(cfg, resume=resume, progress_bar=False, on_checkpoint=on_checkpoint)
 
     def default_hyperparams(self, algo: str) -> dict[str, Any]:
