@@ -311,7 +311,7 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
                                                    c.seed),
         "details": {k: made.get(k) for k in ("weighting", "best_round", "samples", "dagger_history", "tuning",
                                              "rl", "fit_facts", "start", "scratch", "sweep", "repair", "restarts",
-                                             "noise_levels", "feature_subset")},
+                                             "noise_levels", "rl_levels", "feature_subset")},
         "config": config,
         "verification": verification,
         "controller": f"cells/{c.id}",

@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator, clone
 
 from distill.dagger import DAgger, _jsonable
 from interp_rl._threads import one_blas_thread
-from interp_rl._validation import check_float, check_int
+from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import DistillInterrupted, InterpRLError, bad_value
 from interp_rl.io import atomic_write_text, json_safe
 from interp_rl.program import Controller, Signal
@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.json"
 CHECKPOINT_DIR = "checkpoint"
+#: The further held-out episodes that choose between fine-tuned DART levels (``rl_levels='each'``) start here,
+#: apart from DAgger's selection, the restarts' and the fine-tuning's own.
+RL_LEVELS_SEED_OFFSET = 31_000_000
 
 
 def _numbers(text: Any, name: str, example: str, *, none: bool = False) -> list[Any]:
@@ -100,6 +103,12 @@ class Distillation(BaseEstimator):
         and the fit with the best held-out score over all levels is kept, with its data. Noise on the executed
         actions teaches recovery but spends the teacher's labels away from its own path; which pays depends on
         the teacher, so the held-out episodes decide ("": one run at ``dagger.action_noise``).
+    rl_levels : {'kept', 'each'}, default='kept'
+        With several DART levels and fine-tuning: ``'kept'`` fine-tunes the fit the held-out episodes chose
+        before fine-tuning; ``'each'`` fine-tunes every level's kept fit (side by side, as the levels distil, each
+        with its own checkpoints) and keeps the one whose fine-tuned controller scores best on
+        ``restart_episodes`` further held-out episodes (the long recipe: which level a teacher wants shows only
+        after fine-tuning).
     n_jobs : int, default=None
         Processes running the DART levels side by side (forked; each level on one CPU). ``None``: one per level,
         up to the CPUs this process may use; 1: one level after the other. The controller is the same either
@@ -131,7 +140,12 @@ class Distillation(BaseEstimator):
         Each restart's seed (and noise level) and held-out score, mean and worst return, and the kept one (empty
         when off).
     noise_levels_ : dict
-        Each DART level's best held-out score and the kept level (empty when ``noise_levels`` is off).
+        Each DART level's best held-out score and the kept level (empty when ``noise_levels`` is off); with
+        ``rl_levels='each'`` the level kept after fine-tuning.
+    rl_levels_ : dict
+        With ``rl_levels='each'``: each level's fine-tuning (start and best held-out return of the tuner) and its
+        fine-tuned controller's score, mean and worst return on the further held-out episodes, and the kept one
+        (empty otherwise).
     daggers_ : list of DAgger
         Every DAgger run, one per DART level (``[dagger_]`` with one level; empty without DAgger).
     data_ : tuple or None
@@ -142,7 +156,8 @@ class Distillation(BaseEstimator):
     def __init__(self, dagger: DAgger | None = None, tuner: Any = None, rl: Any = None,
                  collapse_atol: float = 0.0, scratch: Any = None, sweep: str = "", sweep_param: str = "",
                  sweep_tolerance: float = 0.05, sweep_episodes: int = 10, repair: Any = None, restarts: int = 1,
-                 restart_episodes: int = 20, noise_levels: str = "", n_jobs: int | None = None) -> None:
+                 restart_episodes: int = 20, noise_levels: str = "", rl_levels: str = "kept",
+                 n_jobs: int | None = None) -> None:
         self.dagger = dagger
         self.tuner = tuner
         self.rl = rl
@@ -156,6 +171,7 @@ class Distillation(BaseEstimator):
         self.restarts = restarts
         self.restart_episodes = restart_episodes
         self.noise_levels = noise_levels
+        self.rl_levels = rl_levels
         self.n_jobs = n_jobs
 
     def _noise_values(self) -> list[float]:
@@ -183,6 +199,7 @@ class Distillation(BaseEstimator):
         check_int(self.restart_episodes, "restart_episodes", "Distillation", low=1)
         if self.n_jobs is not None:
             check_int(self.n_jobs, "n_jobs", "Distillation", low=1)
+        check_choice(self.rl_levels, "rl_levels", "Distillation", ("kept", "each"))
         self._noise_values()
         if self._sweep_values():
             student = (self.dagger or DAgger())._base_student()
@@ -217,6 +234,8 @@ class Distillation(BaseEstimator):
         self.data_: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None
         self.repair_: dict[str, Any] = {}
         self.restarts_: dict[str, Any] = {}
+        self.rl_levels_: dict[str, Any] = {}
+        runs: list[dict[str, Any]] = []
         dagger: DAgger | None
         if self.scratch is not None and self.scratch.n_steps > 0:
             if start is not None:
@@ -253,7 +272,16 @@ class Distillation(BaseEstimator):
             self.tuning_ = {"initial_return": tuner.initial_return_, "best_return": tuner.best_return_,
                             "history": tuner.history_, "seconds": time.perf_counter() - t0}
         self.rl_: dict[str, Any] = {}
-        if self.rl is not None and self.rl.n_steps > 0:
+        if self.rl is not None and self.rl.n_steps > 0 and self.rl_levels == "each" and len(runs) > 1:
+            if self.tuning_:
+                raise bad_value("rl_levels", "Distillation", "'kept' with leaf tuning (tune_iterations)",
+                                self.rl_levels)
+            kept, student = self._tune_levels(runs, teacher, env_fn, checkpoint_dir, resume, progress)
+            dagger = runs[kept]["dagger"]
+            self.sweep_, self.data_, self.repair_ = runs[kept]["sweep"], runs[kept]["data"], runs[kept]["repair"]
+            self.noise_levels_ = {**self.noise_levels_, "kept": kept, "noise": runs[kept]["noise"],
+                                  "chosen": "after fine-tuning"}
+        elif self.rl is not None and self.rl.n_steps > 0:
             rl = clone(self.rl).set_params(checkpoint_dir=checkpoint_dir)
             t0 = time.perf_counter()
             rl.fit(student, teacher, env_fn, progress=progress, resume=resume)
@@ -271,6 +299,57 @@ class Distillation(BaseEstimator):
             student = collapse_similar(student, self.collapse_atol)
         self.dagger_, self.student_ = dagger, student
         return self
+
+    def _tune_levels(self, runs: list[dict[str, Any]], teacher: Teacher, env_fn: Callable[[int], Any],
+                     checkpoint_dir: str | Path | None, resume: bool,
+                     progress: Callable[[dict[str, Any]], None] | None) -> tuple[int, Any]:
+        """``rl_levels='each'``: every level's student fine-tuned (side by side, a checkpoint folder each), each
+        result scored on ``restart_episodes`` further held-out episodes; ``(kept level, its student)``."""
+        from functools import partial
+
+        from distill.repair import held_out_score
+        from interp_rl._parallel import side_by_side, usable_cpus
+
+        jobs = min(len(runs), self.n_jobs if self.n_jobs is not None else usable_cpus())
+        tasks = [partial(self._tune_one, run["student"], teacher, env_fn,
+                         None if checkpoint_dir is None else Path(checkpoint_dir) / f"rl-noise-{run['noise']:g}",
+                         resume, level=i) for i, run in enumerate(runs)]
+        try:
+            tuned = side_by_side(tasks, jobs, progress)
+        except KeyboardInterrupt:
+            if jobs == 1:
+                raise
+            where = (f"; each level's state is kept in {str(checkpoint_dir)!r} (a folder per DART level)"
+                     if checkpoint_dir is not None else "")
+            raise DistillInterrupted(f"Fine-tuning interrupted{where}.") from None
+        dagger = runs[0]["dagger"]
+        seed = dagger.seed + RL_LEVELS_SEED_OFFSET
+        rows = []
+        for run, (student, rl) in zip(runs, tuned, strict=True):
+            score, mean, worst = held_out_score(student, env_fn, self.restart_episodes, seed, n_envs=dagger.n_envs)
+            rows.append({"noise": run["noise"], "score": score, "return_mean": mean, "return_min": worst,
+                         "rl": rl})
+            if progress is not None:
+                progress({"stage": "level-choice", "noise": run["noise"], "return_mean": mean, "return_min": worst})
+        kept = int(np.argmax([r["score"] for r in rows]))
+        self.rl_levels_ = {"rows": [{k: v for k, v in r.items() if k != "rl"} | {
+            "initial_return": r["rl"]["initial_return"], "best_return": r["rl"]["best_return"],
+            "seconds": r["rl"]["seconds"]} for r in rows], "kept": kept, "episodes": self.restart_episodes}
+        self.rl_ = rows[kept]["rl"]
+        return kept, tuned[kept][0]
+
+    def _tune_one(self, student: Any, teacher: Teacher, env_fn: Callable[[int], Any], checkpoint_dir: Path | None,
+                  resume: bool, progress: Callable[[dict[str, Any]], None] | None, *,
+                  level: int) -> tuple[Any, dict[str, Any]]:
+        """One level's fine-tuning: ``(the kept student, the rl_ record)``."""
+        rl = clone(self.rl).set_params(checkpoint_dir=checkpoint_dir)
+        t0 = time.perf_counter()
+        rl.fit(student, teacher, env_fn, progress=None if progress is None else _tagged(progress, level),
+               resume=resume)
+        return rl.student_, {"initial_return": rl.initial_return_, "best_return": rl.best_return_,
+                             "critic": rl.critic_source_, "history": rl.history_,
+                             "seconds": time.perf_counter() - t0 + rl.earlier_seconds_,
+                             "earlier_seconds": rl.earlier_seconds_}
 
     def _distil_levels(self, teacher: Teacher, env_fn: Callable[[int], Any], levels: list[float],
                        checkpoint_dir: str | Path | None, resume: bool,
@@ -607,6 +686,8 @@ def run_job(
         metrics["restarts"] = estimator.restarts_
     if getattr(estimator, "noise_levels_", None):
         metrics["noise_levels"] = estimator.noise_levels_
+    if getattr(estimator, "rl_levels_", None):
+        metrics["rl_levels"] = estimator.rl_levels_
     if subset is not None:
         metrics["feature_subset"] = subset
     if estimator.scratch_:

@@ -134,6 +134,10 @@ def _rl_options() -> tuple[Option, ...]:
         Option("rl_router", ("rl__router",), "'frozen' (the pieces learn, the routing stays) or 'train' (a "
                "mixture's linear router learns with its experts: SMoSE's noisy top-1 gating, straight-through, "
                "balanced).", str),
+        Option("rl_eval_every", ("rl__eval_every",), "Transitions between the fine-tuning's held-out evaluations "
+               "(the best one is kept)."),
+        Option("rl_levels", ("rl_levels",), "With several DART levels: 'kept' (fine-tune the level chosen before) "
+               "or 'each' (fine-tune every level side by side, keep the better on further held-out episodes).", str),
     )
 
 
@@ -188,6 +192,8 @@ class Method:
     options: tuple[Option, ...] = field(default_factory=tuple)
     picture_note: str = ""
     """What the picture's shading or widths mean, for reports."""
+    budgets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Named recipes besides the default (``--budget long``): settings over the defaults, under the user's own."""
 
     def option(self, name: str) -> Option:
         for opt in self.options:
@@ -196,10 +202,19 @@ class Method:
         raise KeyError(name)
 
     def defaults(self) -> dict[str, Any]:
-        """Every setting's default: the estimator's own values, then the job's."""
+        """Every setting's default: the estimator's own values, then the job's, and the budget (``default``)."""
         params = self.make().get_params(deep=True)
         return {**{o.name: params[o.params[0]] for o in self.options},
-                **{j.name: j.default for j in JOB_OPTIONS}}
+                **{j.name: j.default for j in JOB_OPTIONS}, "budget": DEFAULT_BUDGET}
+
+    def budget_settings(self, budget: str, *, owner: str | None = None) -> dict[str, Any]:
+        """The settings of the named ``budget`` (``default``: none); an unknown name is a one-line error."""
+        if budget == DEFAULT_BUDGET:
+            return {}
+        if budget not in self.budgets:
+            raise bad_value("budget", owner or f"method {self.name!r}",
+                            "one of " + ", ".join(map(repr, [DEFAULT_BUDGET, *self.budgets])), budget)
+        return dict(self.budgets[budget])
 
     def distill_settings(self) -> tuple[str, ...]:
         """The settings that shape the distillation itself (DAgger and its student); the others act after it
@@ -229,7 +244,14 @@ class Method:
         if unknown:
             raise InvalidParameterError(
                 f"Unknown setting(s) of {owner}: {', '.join(unknown)}; known: {', '.join(sorted(defaults))}.")
-        resolved = {**defaults, **settings}
+        budget = settings.get("budget", DEFAULT_BUDGET)
+        try:
+            chosen = self.budget_settings(budget, owner=owner) if isinstance(budget, str) else None
+        except InvalidParameterError as exc:
+            raise exc.renamed(spell("budget"), owner, what=what) from None
+        if chosen is None:
+            raise bad_value(spell("budget"), owner, "a budget's name", budget)
+        resolved = {**defaults, **chosen, **settings}
         try:
             for j in JOB_OPTIONS:
                 check_int(resolved[j.name], j.name, owner, low=j.low)
@@ -327,6 +349,13 @@ RECIPE_ITERATIONS = 8
 RECIPE_NOISE_LEVELS = "0,0.3"
 RECIPE_RESTARTS = 5
 RECIPE_RL_STEPS = 100_000
+#: The budget every method has: its defaults.
+DEFAULT_BUDGET = "default"
+# The long recipe (issue 44; ``--budget long``): hours instead of half an hour, in the background, resumable. What
+# the recipe report named as the next candidate: both DART levels fine-tuned (side by side) and the better kept on
+# further held-out episodes, ten times the transitions, a mixture's router learning with its experts.
+LONG_RL_STEPS = 1_000_000
+LONG_BUDGET = {"rl_steps": LONG_RL_STEPS, "rl_levels": "each", "rl_eval_every": 50_000}
 
 
 def register_method(method: Method) -> Method:
@@ -371,6 +400,7 @@ register_method(Method(
                "this (0: off).", float),
     ),
     picture_note="shading: share of visited states per leaf",
+    budgets={"long": dict(LONG_BUDGET)},
 ))
 
 register_method(Method(
@@ -425,6 +455,7 @@ register_method(Method(
                str),
     ),
     picture_note="shading: share of visited states per expert",
+    budgets={"long": {**LONG_BUDGET, "rl_router": "train"}},
 ))
 
 register_method(Method(

@@ -844,7 +844,7 @@ class CriticTuner(BaseEstimator):
                     if ckpt is not None:
                         save_state()
                     if progress is not None:
-                        progress({"phase": "fine-tune", **row})
+                        progress({"phase": "fine-tune", "total": self.n_steps, **row})
         except KeyboardInterrupt:
             kept = (f"; its state at {history[-1]['step']} transitions is kept in {str(ckpt)!r}"
                     if ckpt is not None and len(history) > 1 else "")

@@ -526,3 +526,61 @@ def test_training_in_a_teachers_observation_layout_keeps_it(tmp_path: Path) -> N
                                   variant={"layout": "v3"}), progress_bar=False)
     assert str(exc.value).startswith("The 'variant' setting of train must map some of legacy_model, obs_layout, "
                                      "time_feature, zero_contact_forces to values. Got {'layout': 'v3'} instead.")
+
+
+def test_the_long_recipe_fine_tunes_each_dart_level_and_resumes_to_the_same_controller(pendulum_sac: Path,
+                                                                                        tmp_path: Path) -> None:
+    """rl_levels='each': both levels fine-tuned (the router learning too), the better kept on further held-out
+    episodes; a run stopped in the second level's fine-tuning resumes to the controller of a run never stopped."""
+    from distill.job import Distillation
+    from interp_rl.errors import DistillInterrupted
+
+    teacher = load_teacher(pendulum_sac, env="Pendulum-v1")
+
+    def make() -> Distillation:
+        return Distillation(DAgger(MixturePolicy(n_experts=2, max_terms=2, n_steps=200), n_iter=1, steps=600,
+                                   eval_episodes=0),
+                            rl=CriticTuner(**SMALL, router="train"), restart_episodes=2, noise_levels="0,0.3",
+                            rl_levels="each", n_jobs=1)
+
+    whole = make().fit(teacher, checkpoint_dir=tmp_path / "whole")
+    rows = whole.rl_levels_["rows"]
+    assert [r["noise"] for r in rows] == [0.0, 0.3]
+    kept = whole.rl_levels_["kept"]
+    assert kept == int(np.argmax([r["score"] for r in rows])) and whole.noise_levels_["kept"] == kept
+    assert whole.noise_levels_["chosen"] == "after fine-tuning" and whole.rl_["best_return"] == rows[kept]["best_return"]
+    assert sorted(p.name for p in (tmp_path / "whole").iterdir()) == ["noise-0", "noise-0.3", "rl-noise-0",
+                                                                      "rl-noise-0.3"]
+
+    def stop(row: dict) -> None:
+        if row.get("phase") == "fine-tune" and row.get("level") == 1 and row["step"] == 400:
+            raise KeyboardInterrupt
+
+    with pytest.raises(DistillInterrupted):
+        make().fit(teacher, checkpoint_dir=tmp_path / "cut", progress=stop)
+    resumed = make().fit(teacher, checkpoint_dir=tmp_path / "cut", resume=True)
+    assert json.dumps(resumed.student_.to_controller().to_dict()) == json.dumps(whole.student_.to_controller().to_dict())
+    def timeless(rows: list[dict]) -> list[dict]:
+        return [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
+
+    assert timeless(resumed.rl_levels_["rows"]) == timeless(rows)
+
+
+def test_budgets_name_recipes_whose_settings_the_users_own_flags_override(tmp_path: Path) -> None:
+    from distill.methods import LONG_RL_STEPS, METHODS
+
+    moe = METHODS["moe"]
+    assert moe.resolve({})["rl_steps"] == 100_000 and moe.resolve({})["budget"] == "default"
+    long = moe.resolve({"budget": "long"})
+    assert (long["rl_steps"], long["rl_levels"], long["rl_router"], long["rl_eval_every"]) == (
+        LONG_RL_STEPS, "each", "train", 50_000)
+    assert moe.resolve({"budget": "long", "rl_steps": 5000})["rl_steps"] == 5000  # the flag given wins
+    assert METHODS["tree"].resolve({"budget": "long"})["rl_router"] == "frozen"  # a tree's splits stay
+    with pytest.raises(InvalidParameterError, match=r"The 'budget' setting of method 'moe' must be one of "
+                                                    r"'default', 'long'\. Got 'fast' instead\."):
+        moe.resolve({"budget": "fast"})
+    run = subprocess.run([*CLI, "distill", "moe", "--teacher", "x.zip", "--budget", "fast", "--out",
+                          str(tmp_path / "o")], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1 and run.stderr.strip() == (
+        "Error: The '--budget' option of interp-rl distill moe must be one of 'default', 'long'. Got 'fast' instead.")
+    assert not (tmp_path / "o").exists()

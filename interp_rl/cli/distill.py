@@ -88,6 +88,11 @@ def _distill_command(method: Any) -> Callable[..., None]:
     ]
     settings_opts = [(o.name, o.type, o.help) for o in method.options] + [
         (j.name, int, j.help) for j in JOB_OPTIONS]
+    if method.budgets:  # named recipes: their settings over the defaults, under the flags given
+        recipes = "; ".join(f"'{name}': " + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in sets.items())
+                            for name, sets in method.budgets.items())
+        settings_opts.append(("budget", str, f"A named recipe: 'default' (about half an hour on 2 cores) or {recipes} "
+                                             "(hours: run it in the background; --resume continues it)."))
     params = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                 annotation=Annotated[typ, opt]) for name, typ, opt, default in common]
     for name, typ, text in settings_opts:
@@ -211,9 +216,17 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str | None, out_dir
                 ret = row.get("return_mean")
                 show(description=f"RL from scratch: {row['step']} of {row['total']} steps"
                      + (f", return {ret:.0f}" if ret is not None else ""))
+            elif row.get("stage") == "level-choice":
+                show(description=f"Fine-tuned DART {row['noise']:g}: further held-out return "
+                     f"{row['return_mean']:.0f}, worst {row['return_min']:.0f}")
             elif "step" in row:
-                show(description=f"Fine-tuning on the return: {row['step']} transitions, "
-                     f"return {row['return_mean']:.0f}")
+                total, spent = row.get("total"), row.get("seconds")
+                rate = row["step"] / spent if spent else None  # transitions (and their updates) a second
+                pace = "" if rate is None else f", {rate:.0f} transitions/s"
+                if rate and total and total > row["step"]:
+                    pace += f", about {(total - row['step']) / rate / 60:.0f} min left"
+                show(description=f"Fine-tuning on the return{dart(row)}: {row['step']}"
+                     + (f" of {total}" if total else "") + f" transitions, return {row['return_mean']:.0f}{pace}")
             else:
                 show(description=f"Tuning leaves: update {row['iteration']}, "
                      f"return {row['return_mean']:.0f}")
