@@ -6,22 +6,34 @@ statistics (:func:`read_vecnormalize`) lives here, beside the zoo loading of
 
 .. warning::
    SB3 ``.zip`` files and zoo ``vecnormalize.pkl`` files contain Python pickles,
-   and unpickling can run arbitrary code. Load them only from paths you named
-   yourself and trust. interp-rl never unpickles anything else: its own
-   artifacts are JSON and NumPy arrays. ``vecnormalize.pkl`` is read with a
-   restricted unpickler that only builds NumPy arrays and plain records.
+   and unpickling can run arbitrary code. interp-rl runs none of it by default:
+   of a zip's pickled fields it reads only the four inference needs (the policy
+   class, its keyword arguments, the observation and action spaces) with a
+   restricted unpickler that builds allowed classes only (spaces, NumPy arrays,
+   torch activations and optimisers, SB3 policy classes) and refuses any other
+   global in one line; every other pickled field (schedules, buffers, the last
+   observations) is left unread; the weights are read by ``torch.load`` with
+   ``weights_only=True``. ``vecnormalize.pkl`` is read with a restricted
+   unpickler that only builds NumPy arrays and plain records. ``trust_pickles``
+   (``interp-rl --trust-pickles``, or ``INTERP_RL_TRUST_PICKLES=1``) hands a zip to
+   SB3's own loader instead, for a file you vouch for. interp-rl's own artifacts
+   are JSON and NumPy arrays.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import importlib
 import importlib.abc
 import importlib.util
 import io
 import json
+import os
 import pickle
+import shutil
 import sys
+import tempfile
 import types
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
@@ -37,11 +49,13 @@ from interp_rl.errors import TeacherLoadError, UnknownAlgorithmError
 
 __all__ = [
     "ALGORITHMS",
+    "TRUST_PICKLES_ENV",
     "ObsNormalizer",
     "SB3Teacher",
     "detect_algorithm",
     "load_sb3_model",
     "read_vecnormalize",
+    "trust_pickles",
 ]
 
 #: Algorithm name -> (module, class) of every algorithm interp-rl loads.
@@ -155,11 +169,126 @@ def _old_gym_names() -> Iterator[None]:
             del sys.modules[key]
 
 
-def load_sb3_model(path: str | Path, algo: str | None = None) -> tuple[Any, str]:
-    """Load an SB3 zip on the CPU; return ``(model, algo)``.
+#: The environment variable that lets SB3's own loader unpickle every field of a zip (``--trust-pickles``).
+TRUST_PICKLES_ENV = "INTERP_RL_TRUST_PICKLES"
+#: The pickled fields of an SB3 zip that inference needs; every other pickled field is left unread.
+_INFERENCE_FIELDS = ("policy_class", "policy_kwargs", "observation_space", "action_space")
 
-    Copes with agents pickled under the old ``gym`` package and under old
-    Pythons (schedules are replaced by constants: the model is for inference).
+
+def trust_pickles() -> bool:
+    """Whether SB3 zips may be unpickled whole (``INTERP_RL_TRUST_PICKLES=1``, set by ``--trust-pickles``)."""
+    return os.environ.get(TRUST_PICKLES_ENV, "").strip().lower() in {"1", "true", "yes"}
+
+
+class _AgentUnpickler(pickle.Unpickler):
+    """What an SB3 zip's inference fields may build: spaces, NumPy arrays and generators, torch activation and
+    optimiser classes and dtypes, SB3 policy and feature-extractor classes, plain containers. Any other global
+    (a function, ``os.system``, cloudpickle's code objects) is refused by name."""
+
+    _NUMPY = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+              ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
+              ("numpy._core.multiarray", "scalar"), ("numpy.core.numeric", "_frombuffer"),
+              ("numpy._core.numeric", "_frombuffer"), ("numpy.random._pickle", "__generator_ctor"),
+              ("numpy.random._pickle", "__bit_generator_ctor"), ("numpy.random._pickle", "__randomstate_ctor")}
+    _PLAIN = {("builtins", "object"), ("builtins", "set"), ("builtins", "frozenset"), ("builtins", "slice"),
+              ("builtins", "complex"), ("collections", "OrderedDict"), ("copyreg", "_reconstructor")}
+    _POLICY_MODULES = ("stable_baselines3.", "sb3_contrib.", "envs.moe_policy")
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in self._NUMPY:
+            fixed = module.replace("numpy.core", "numpy._core") if module.startswith("numpy.core.") else module
+            return getattr(importlib.import_module(fixed), name)
+        if (module, name) in self._PLAIN:
+            return getattr(importlib.import_module(module), name)
+        if module.startswith("numpy.random.") and name.startswith("__pyx_unpickle_"):  # a space's seed sequence
+            return getattr(importlib.import_module(module), name)
+        where = "gymnasium" + module[3:] if module == "gym" or module.startswith("gym.") else module
+        obj = self._allowed(where, name)
+        if obj is None:
+            raise pickle.UnpicklingError(f"refusing to load global {module}.{name}")
+        return obj
+
+    def _allowed(self, module: str, name: str) -> Any:
+        """The class ``module.name`` when it is of an allowed kind, else ``None`` (nothing of it is run)."""
+        import torch
+
+        kinds: list[type] = []
+        if module.startswith("gymnasium.spaces"):
+            import gymnasium
+
+            kinds = [gymnasium.spaces.Space]
+        elif module.startswith("torch.nn.modules."):
+            kinds = [torch.nn.Module]
+        elif module.startswith("torch.optim."):
+            kinds = [torch.optim.Optimizer]
+        elif module.startswith(self._POLICY_MODULES):
+            from stable_baselines3.common.policies import BasePolicy
+            from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+
+            kinds = [BasePolicy, BaseFeaturesExtractor]
+        elif module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
+            return getattr(torch, name)
+        elif module.startswith("numpy.random.") and name in {"Generator", "RandomState", "PCG64", "PCG64DXSM",
+                                                             "MT19937", "Philox", "SFC64", "SeedSequence"}:
+            kinds = [object]
+        elif module == "numpy.dtypes":  # NumPy 2's dtype classes (Float32DType, ...)
+            kinds = [np.dtype]
+        if not kinds or "." in name or name.startswith("__"):
+            return None
+        try:
+            obj = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            return None
+        return obj if isinstance(obj, type) and issubclass(obj, tuple(kinds)) else None
+
+
+def _inference_fields(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """The inference fields of the zip's ``data``, unpickled by :class:`_AgentUnpickler`, and the names of the
+    pickled fields left unread."""
+    data = _read_zip_data(path)
+    fields: dict[str, Any] = {}
+    skipped = []
+    for key, item in data.items():
+        if not (isinstance(item, dict) and ":serialized:" in item):
+            continue
+        if key not in _INFERENCE_FIELDS:
+            skipped.append(key)
+            continue
+        try:
+            raw = base64.b64decode(str(item[":serialized:"]).encode())
+            with _old_gym_names():
+                fields[key] = _AgentUnpickler(io.BytesIO(raw)).load()
+        except pickle.UnpicklingError as exc:
+            raise TeacherLoadError(
+                f"Refused to load {str(path)!r}: its {key!r} field asks for a global that an agent does not need "
+                f"({exc}; unpickling it could run code). If you trust this file, pass --trust-pickles."
+            ) from None
+        except Exception as exc:  # noqa: BLE001 - a corrupt field, whatever the error
+            raise TeacherLoadError(f"{str(path)!r} has an unreadable {key!r} field ({type(exc).__name__}: "
+                                   f"{' '.join(str(exc).split())[:200]}).") from None
+    return fields, skipped
+
+
+def _without_fields(path: Path, drop: Sequence[str], folder: Path) -> Path:
+    """A copy of the zip in ``folder`` whose ``data`` lacks the ``drop`` fields (left at the class's defaults)."""
+    copy = folder / path.name
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(copy, "w") as dst:
+        for info in src.infolist():
+            body = src.read(info.filename)
+            if info.filename == "data":
+                data = json.loads(body)
+                body = json.dumps({k: v for k, v in data.items() if k not in drop}).encode()
+            dst.writestr(info, body)
+    return copy
+
+
+def load_sb3_model(path: str | Path, algo: str | None = None, *, trust: bool | None = None) -> tuple[Any, str]:
+    """Load an SB3 zip on the CPU for inference; return ``(model, algo)``.
+
+    By default nothing in the zip is unpickled but its inference fields, through an allow-list (see the module's
+    warning); a zip that asks for anything else is refused in one line naming the global. ``trust`` (default:
+    :func:`trust_pickles`) hands the zip to SB3's own loader. Copes with agents pickled under the old ``gym``
+    package and under old Pythons (schedules are replaced by constants: the model is for inference).
     """
     path = Path(path)
     algo = (algo or detect_algorithm(path)).lower()
@@ -172,15 +301,30 @@ def load_sb3_model(path: str | Path, algo: str | None = None) -> tuple[Any, str]
     }
     if algo in {"sac", "td3", "ddpg", "tqc", "dqn"}:
         custom["buffer_size"] = 1
+    trusted = trust_pickles() if trust is None else trust
+    folder = None
     try:
+        source = path
+        if not trusted:
+            fields, skipped = _inference_fields(path)
+            space = fields.get("action_space")
+            if "target_entropy" in skipped and space is not None:  # SAC's and TQC's, unread: the usual -|A|
+                custom["target_entropy"] = float(-np.prod(space.shape))
+            custom.update(fields)
+            folder = Path(tempfile.mkdtemp(prefix="interp-rl-agent-"))
+            # a field left unread is dropped (the class's default stands) unless a stand-in replaces it unread
+            source = _without_fields(path, [k for k in skipped if k not in custom], folder)
         with _old_gym_names():
-            model = cls.load(str(path), device="cpu", custom_objects=custom)
+            model = cls.load(str(source), device="cpu", custom_objects=custom)
     except (ValueError, KeyError, RuntimeError, TypeError, AttributeError, pickle.UnpicklingError,
             zipfile.BadZipFile, ModuleNotFoundError) as exc:
         raise TeacherLoadError(
             f"Could not load {str(path)!r} as a {algo.upper()} model: {type(exc).__name__}: "
             f"{' '.join(str(exc).split())[:300]}"
         ) from None
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
     return model, algo
 
 

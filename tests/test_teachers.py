@@ -384,8 +384,8 @@ def test_zip_without_data_entry(tmp_path: Path) -> None:
     )
     with pytest.raises(TeacherLoadError, match=f"^{re.escape(expected)}$"):
         load_teacher(path)
-    # With the algorithm named, SB3 itself fails; still a TeacherLoadError.
-    with pytest.raises(TeacherLoadError, match=re.escape(f"Could not load {str(path)!r} as a SAC model")):
+    # With the algorithm named, the zip is still read before SB3 sees it: the same line.
+    with pytest.raises(TeacherLoadError, match=f"^{re.escape(expected)}$"):
         load_teacher(path, algo="sac")
 
 
@@ -705,3 +705,92 @@ def test_a_run_that_requires_the_teachers_fails_when_they_are_missing(tmp_path: 
         cwd=here.parents[1], env=env, capture_output=True, text=True, timeout=120,
     )
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def _with_field(src: Path, dst: Path, key: str, payload: bytes) -> Path:
+    """A copy of the SB3 zip ``src`` whose ``data`` field ``key`` is the pickle ``payload``."""
+    import base64
+    import json
+
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            body = zin.read(info.filename)
+            if info.filename == "data":
+                data = json.loads(body)
+                item = data.get(key) if isinstance(data.get(key), dict) else {":type:": "<class 'x'>"}
+                data[key] = {**item, ":serialized:": base64.b64encode(payload).decode()}  # its readable keys kept
+                body = json.dumps(data).encode()
+            zout.writestr(info, body)
+    return dst
+
+
+@pytest.mark.parametrize("field", ["policy_class", "observation_space", "policy_kwargs"])
+def test_a_crafted_agent_zip_is_refused_in_one_line_and_never_run(shared_teachers: Path, tmp_path: Path,
+                                                                   field: str) -> None:
+    """An inference field asking for os.system: refused, naming the global, and nothing runs; with
+    --trust-pickles SB3's own loader would run it (so the flag is the user's word, not a default)."""
+    marker = tmp_path / "pwned"
+    evil = _with_field(_zip(shared_teachers, "sac_hopper"), tmp_path / "evil.zip", field,
+                       pickle.dumps(_Evil(f"touch {marker}")))
+    with pytest.raises(TeacherLoadError) as exc:
+        load_teacher(evil, env="Hopper-v5")
+    message = str(exc.value)
+    assert message == (f"Refused to load {str(evil)!r}: its {field!r} field asks for a global that an agent does not "
+                       f"need (refusing to load global {os.system.__module__}.system; unpickling it could run code). "
+                       "If you trust this file, pass --trust-pickles.")
+    assert not marker.exists()
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "interp_rl.cli", "evaluate", str(evil), "--env", "Hopper-v5",
+                          "--episodes", "1"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1 and "Refused to load" in run.stderr
+    assert not marker.exists()
+
+
+def test_pickled_fields_inference_does_not_need_are_never_read(shared_teachers: Path, tmp_path: Path) -> None:
+    """A schedule or the last observations holding os.system: left unread, the agent loads and acts as SB3's own
+    loader makes it act on the untouched file."""
+    from envs.sb3 import load_sb3_model
+
+    marker = tmp_path / "pwned"
+    src = _zip(shared_teachers, "sac_hopper")
+    evil = _with_field(src, tmp_path / "a.zip", "lr_schedule", pickle.dumps(_Evil(f"touch {marker}")))
+    evil = _with_field(evil, tmp_path / "Hopper-v3.zip", "_last_obs", pickle.dumps(_Evil(f"touch {marker}")))
+    teacher = load_teacher(evil, env="Hopper-v5")
+    assert not marker.exists()
+    trusted, _ = load_sb3_model(src, trust=True)  # SB3's own loader, on the untouched file
+    obs = _reset_obs(teacher, 8)
+    np.testing.assert_array_equal(teacher.predict(obs), trusted.predict(obs.astype(np.float32), deterministic=True)[0])
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3", "ddpg", "tqc", "ppo", "a2c", "trpo", "ars", "dqn", "sac-moe",
+                                  "ppo-moe"])
+def test_every_algorithm_train_writes_loads_without_its_pickles(tmp_path: Path, algo: str) -> None:
+    """What `interp-rl train` saves (every algorithm, the mixture policies too) loads through the allow-list and
+    acts exactly as SB3's own loader makes it act."""
+    from envs.moe_policy import MixturePPOPolicy, MixtureSACPolicy
+    from envs.sb3 import load_sb3_model
+
+    name, _, moe = algo.partition("-")
+    import gymnasium
+
+    task = "CartPole-v1" if name == "dqn" else "Pendulum-v1"
+    env = gymnasium.make(task)  # SB3's own view of the task (DQN acts on its Discrete actions)
+    cls = algorithm_class(name)
+    policy: object = {"sac": MixtureSACPolicy, "ppo": MixturePPOPolicy}[name] if moe else (
+        "LinearPolicy" if name == "ars" else "MlpPolicy")
+    kwargs = {"buffer_size": 100, "learning_starts": 10} if name in {"sac", "td3", "ddpg", "tqc", "dqn"} else {}
+    kwargs.update({"n_steps": 64} if name in {"ppo", "a2c", "trpo"} else {})
+    kwargs.update({"policy_kwargs": {"n_experts": 2, "gating": "smose"}} if algo == "sac-moe" else
+                  {"policy_kwargs": {"n_experts": 2}} if moe else {})
+    model = cls(policy, env, seed=0, device="cpu", **kwargs)
+    model.learn(128)
+    path = tmp_path / f"{algo}.zip"
+    model.save(str(path))
+    env.close()
+    safe, detected = load_sb3_model(path, name)
+    trusted, _ = load_sb3_model(path, name, trust=True)
+    assert detected == name and type(safe.policy) is type(trusted.policy)
+    obs = np.stack([gymnasium.make(task).reset(seed=i)[0] for i in range(6)]).astype(np.float32)
+    np.testing.assert_array_equal(safe.predict(obs, deterministic=True)[0], trusted.predict(obs, deterministic=True)[0])

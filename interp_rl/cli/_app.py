@@ -125,8 +125,18 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(version: Annotated[bool, typer.Option(
-        "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False) -> None:
+        "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+          trust_pickles: Annotated[bool, typer.Option(
+              "--trust-pickles", help="Load SB3 zips with SB3's own loader, which unpickles every field and can run "
+                                      "code from the file: only for a file you vouch for. By default only the "
+                                      "fields an agent needs are read, through an allow-list.")] = False) -> None:
     """Turn black-box deep RL policies into controllers a person can read, check and ship."""
+    if trust_pickles:
+        import os
+
+        from envs.sb3 import TRUST_PICKLES_ENV
+
+        os.environ[TRUST_PICKLES_ENV] = "1"  # the commands' loaders read it (and the workers they start inherit it)
 
 
 
