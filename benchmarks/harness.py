@@ -368,6 +368,37 @@ class BenchResult:
     skipped: list[Cell] = field(default_factory=list)
     finished: list[Cell] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    busy: list[Cell] = field(default_factory=list)
+    """Cells another ``interp-rl bench`` on the same folder was running: left to it."""
+
+
+#: Where a results folder's cell locks live (one file per cell a bench is running).
+LOCKS = ".locks"
+
+
+def _lock_cells(res: Path, cells: list[Cell]) -> tuple[dict[Cell, Any], list[Cell]]:
+    """Take the lock of every cell another bench on ``res`` is not running: ``(locks held, cells left to others)``.
+
+    A lock is an OS file lock (``filelock``), released when its process ends however it ends, so a killed bench
+    never leaves a cell locked. The temporary files of a locked cell's record left by a killed writer go.
+    """
+    from filelock import FileLock, Timeout
+
+    folder = res / LOCKS
+    folder.mkdir(parents=True, exist_ok=True)
+    held: dict[Cell, Any] = {}
+    busy: list[Cell] = []
+    for cell in cells:
+        lock = FileLock(str(folder / f"{cell.id}.lock"))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            busy.append(cell)
+            continue
+        held[cell] = lock
+        for stale in (res / "records").glob(f".{cell.id}.json.*"):
+            stale.unlink(missing_ok=True)
+    return held, busy
 
 
 def _check_compatible(before: dict[str, Any], now: dict[str, Any], res: Path) -> None:
@@ -572,16 +603,7 @@ def run_suite(
         Show a progress bar naming the cells in flight, with an ETA.
     """
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
-    from interp_rl._parallel import usable_cpus
     from interp_rl._validation import check_int
 
     check_int(workers, "workers", "bench")
@@ -601,7 +623,6 @@ def run_suite(
         _check_compatible(json.loads(suite_file.read_text()), json.loads(json.dumps(suite.to_dict())), res)
     as_run = {**suite.to_dict(), "source": _suite_label(suite)}
     atomic_write_text(suite_file, json.dumps(as_run, indent=1) + "\n")
-    remove_stale_temps(res / "records")
     needed = [t.name for t in suite.chosen_teachers(teachers) if any(c.teacher == t.name for c in cells)]
     if needed:  # only the teachers some cell runs on (a method may run on a few of the suite's teachers)
         prepare_teachers(suite, res, tdir, log=say, only=needed)
@@ -614,11 +635,39 @@ def run_suite(
         if first is not None and first not in starts and not record_path(res, first).is_file():
             todo.insert(todo.index(cell), first)
             starts[first] = None
+    locks, result.busy = _lock_cells(res, todo)
+    for cell in result.busy:  # another bench on this folder runs it: never two writers of one cell
+        say(f"{cell.id}: left to the other interp-rl bench running it on {str(res)!r} "
+            f"(its lock: {str(res / LOCKS / (cell.id + '.lock'))!r})")
+    todo = [c for c in todo if c in locks]
     if result.skipped:
         say(f"{len(result.skipped)} of {len(cells)} cells already have records; "
             f"running the other {len(todo)}.")
     if not todo:
         return result
+    try:
+        return _run_cells(suite, res, tdir, todo, starts, result, workers=workers, executor=executor,
+                          ray_address=ray_address, progress=progress, console=console)
+    finally:
+        for lock in locks.values():
+            lock.release()
+
+
+def _run_cells(suite: Suite, res: Path, tdir: Path, todo: list[Cell], starts: dict[Cell, Cell | None],
+               result: BenchResult, *, workers: int, executor: str, ray_address: str | None, progress: bool,
+               console: Any) -> BenchResult:
+    """Run ``todo`` (their locks held), each after its start cell's record exists."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from interp_rl._parallel import usable_cpus
+
     # The CPUs left to each cell for its DART levels; Ray counts one CPU per task, so its cells get one.
     cells_at_once = 1 if executor == "inline" else min(workers, len(todo))
     jobs_per_cell = 1 if executor == "ray" else max(1, usable_cpus() // cells_at_once)

@@ -421,6 +421,32 @@ def test_rerun_skips_finished_cells(bench_run: tuple[Path, Path]) -> None:
     assert {p.name: p.stat().st_mtime_ns for p in (results / "records").iterdir()} == before
 
 
+def test_a_cell_another_bench_is_running_is_left_to_it_and_never_written_twice(tiny_teacher: Path,
+                                                                                  tmp_path: Path) -> None:
+    """Two benches on one results folder: each cell's lock lets one of them run it; the other says so in one line
+    and runs the rest. A lock dies with its process, so a rerun takes the cell up."""
+    from filelock import FileLock
+
+    suite = write_suite(tmp_path, tiny_teacher, seeds="[0]", extra="")
+    results = tmp_path / "results"
+    (results / ".locks").mkdir(parents=True)
+    other = FileLock(str(results / ".locks" / "IP-SAC__tree-2__seed0.lock"))
+    other.acquire(timeout=0)  # another bench's hold on one cell
+    try:
+        res = runner.invoke(app, ["bench", "--suite", str(suite), "--out", str(results), "--methods", "tree",
+                                  "--no-progress"])
+    finally:
+        other.release()
+    text = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert ("IP-SAC__tree-2__seed0: left to the other interp-rl bench running it on " in text
+            and "2 cells: 1 run now, 0 already done, 0 failed, 1 left to another interp-rl bench running them" in text)
+    assert sorted(p.name for p in (results / "records").glob("*.json")) == ["IP-SAC__tree-4__seed0.json"]
+    res = runner.invoke(app, ["bench", "--suite", str(suite), "--out", str(results), "--methods", "tree",
+                              "--no-progress"])
+    assert res.exit_code == 0 and "2 cells: 1 run now, 1 already done, 0 failed." in " ".join(res.output.split())
+
+
 def test_results_folder_of_another_suite_is_refused(bench_run: tuple[Path, Path], tmp_path: Path) -> None:
     _, results = bench_run
     res = runner.invoke(app, ["bench", "--suite", "quick", "--out", str(results)])

@@ -55,8 +55,9 @@ def bench(
                        seeds=_csv(seeds, "--seeds", int), teachers=_csv(only_teachers, "--only-teachers"),
                        workers=workers, executor=executor,
                        ray_address=ray_address, progress=progress and sys.stderr.isatty())
+    busy = f", {len(result.busy)} left to another interp-rl bench running them" if result.busy else ""
     out.print(f"{len(result.cells)} cells: {len(result.finished)} run now, {len(result.skipped)} already "
-              f"done, {len(result.failed)} failed. Records in {results / 'records'}.")
+              f"done, {len(result.failed)} failed{busy}. Records in {results / 'records'}.")
     if result.failed:
         _fail(f"{len(result.failed)} cell(s) failed ({', '.join(result.failed)}); rerun the same command to "
               "retry them.")
