@@ -245,10 +245,12 @@ def test_shipped_suites_load_and_expand_to_cells() -> None:
     assert len(mujoco.cells()) == 5 * (3 + 2 + 2) * 3  # teachers x sizes (linear-leaf and constant trees, linear) x seeds
     demo = load_suite("demo")
     assert demo.teachers[0].train is not None and len(demo.cells()) == 8
-    recipe = load_suite("recipe")  # the defaults, nothing set, on every shared teacher and two held-out agents
-    assert len(recipe.teachers) == 12 and {"Hopper-TD3", "Walker2d-TD3"} <= {t.name for t in recipe.teachers}
-    assert all(not m.settings for m in recipe.methods) and recipe.rate_episodes == 100
-    assert {t.name for t in recipe.teachers if t.held_out} == {"Hopper-TD3", "Walker2d-TD3"}
+    recipe = load_suite("recipe")  # the defaults, nothing set, on every shared teacher and four held-out agents
+    assert len(recipe.teachers) == 14 and {"Hopper-TD3", "Walker2d-TD3"} <= {t.name for t in recipe.teachers}
+    assert {m.label: m.settings for m in recipe.methods} == {"moe": {}, "moe-long": {"budget": "long"}, "tree": {}}
+    assert recipe.rate_episodes == 100
+    assert {t.name for t in recipe.teachers if t.held_out} == {"Hopper-TD3", "Walker2d-TD3", "Walker2d-TQC",
+                                                                "HalfCheetah-TQC"}
     quick = load_suite("quick")
     assert [c.id for c in quick.cells(seeds=[1])] == ["Swimmer-SAC__tree-4__seed1", "Swimmer-SAC__tree-16__seed1"]
 
