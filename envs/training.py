@@ -3,7 +3,7 @@
 The output folder holds ``model.zip`` (SB3's format), ``teacher.json``
 (algorithm, task, provenance), ``vecnormalize.npz`` when observations are
 normalised, ``train_config.json`` (the resolved configuration) and
-``checkpoint/`` (model, replay buffer as ``.npz``, normaliser state and
+``checkpoint/`` (model, replay buffer as ``.npz`` chunks, normaliser state and
 ``state.json``), from which ``--resume`` continues. Every file is written
 atomically, so an interruption loses at most the steps since the last
 checkpoint.
@@ -159,30 +159,60 @@ def _save_npz(path: Path, **arrays: Any) -> None:
 
 
 _BUFFER_FIELDS = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts")
+#: Replay rows per chunk file of a checkpoint (``replay_buffer/NNNNN.npz``): a chunk once full never changes while the
+#: buffer fills, so a checkpoint rewrites only the chunks new rows reached, and a run's checkpoint kept between
+#: sessions (committed) stores each transition once.
+BUFFER_CHUNK = 25_000
+BUFFER_DIR = "replay_buffer"
 
 
-def _save_buffer(model: Any, path: Path) -> None:
+def _save_buffer(model: Any, folder: Path, since: int = 0) -> None:
+    """The filled rows of the replay buffer as chunk files in ``folder`` (those holding rows written after ``since``,
+    the position of the last save, or every chunk once the buffer has wrapped), then its position."""
     buf = model.replay_buffer
     n = buf.buffer_size if buf.full else buf.pos  # only the filled rows
-    arrays = {f: getattr(buf, f)[:n] for f in _BUFFER_FIELDS if getattr(buf, f, None) is not None}
-    _save_npz(path, pos=np.int64(buf.pos), full=np.bool_(buf.full), **arrays)
+    folder.mkdir(parents=True, exist_ok=True)
+    first = 0 if buf.full else since // BUFFER_CHUNK
+    for k in range(first, (n + BUFFER_CHUNK - 1) // BUFFER_CHUNK):
+        rows = slice(k * BUFFER_CHUNK, min(n, (k + 1) * BUFFER_CHUNK))
+        _save_npz(folder / f"{k:05d}.npz", **{f: getattr(buf, f)[rows] for f in _BUFFER_FIELDS
+                                             if getattr(buf, f, None) is not None})
+    atomic_write_text(folder / "position.json", json.dumps({"pos": int(buf.pos), "full": bool(buf.full),
+                                                            "rows": int(n), "chunk": BUFFER_CHUNK}) + "\n")
 
 
-def _load_buffer(model: Any, path: Path) -> None:
+def _load_buffer(model: Any, ckpt: Path) -> None:
+    """The replay buffer of the checkpoint ``ckpt``: its chunk files, or the single ``replay_buffer.npz`` of
+    checkpoints written before chunks."""
     buf = model.replay_buffer
-    with np.load(path, allow_pickle=False) as z:
-        for f in _BUFFER_FIELDS:
-            if f in z.files:
-                target = getattr(buf, f)
-                saved = z[f]
-                if target.shape[1:] != saved.shape[1:] or len(saved) > len(target):
-                    raise InvalidParameterError(
-                        f"The checkpoint's replay buffer field {f!r} has shape {saved.shape}, but "
-                        f"this run expects {target.shape}; was it made with other settings?"
-                    )
-                target[: len(saved)] = saved
-        buf.pos = int(z["pos"])
-        buf.full = bool(z["full"])
+    folder = ckpt / BUFFER_DIR
+    if (folder / "position.json").is_file():
+        state = json.loads((folder / "position.json").read_text())
+        parts = [folder / f"{k:05d}.npz" for k in range((int(state["rows"]) + int(state["chunk"]) - 1)
+                                                        // int(state["chunk"]))]
+        pos, full = int(state["pos"]), bool(state["full"])
+    else:
+        parts, pos, full = [ckpt / "replay_buffer.npz"], None, None
+    start = 0
+    for part in parts:
+        with np.load(part, allow_pickle=False) as z:
+            length = 0
+            for f in _BUFFER_FIELDS:
+                if f in z.files:
+                    target = getattr(buf, f)
+                    saved = z[f]
+                    if target.shape[1:] != saved.shape[1:] or start + len(saved) > len(target):
+                        raise InvalidParameterError(
+                            f"The checkpoint's replay buffer field {f!r} has shape {saved.shape}, but "
+                            f"this run expects {target.shape}; was it made with other settings?"
+                        )
+                    target[start: start + len(saved)] = saved
+                    length = len(saved)
+            if pos is None:  # the single file of older checkpoints
+                pos, full = int(z["pos"]), bool(z["full"])
+        start += length
+    buf.pos = int(pos or 0)
+    buf.full = bool(full)
 
 
 def _save_vecnorm(venv: Any, path: Path) -> None:
@@ -239,6 +269,7 @@ class _Run:
         self.task = get_task(cfg.task).id
         self.history: list[dict[str, Any]] = []
         self.best: dict[str, Any] | None = None
+        self.buffer_saved = 0  # the replay position at the last checkpoint: chunks before it are written
         self.t0 = time.perf_counter()  # moved back by the seconds a resumed run had already spent
 
     def make_venv(self) -> Any:
@@ -289,7 +320,9 @@ class _Run:
         self.record(model)
         _save_zip(model, self.ckpt / "model.zip")
         if self.algo in _OFF_POLICY:
-            _save_buffer(model, self.ckpt / "replay_buffer.npz")
+            _save_buffer(model, self.ckpt / BUFFER_DIR, since=self.buffer_saved)
+            self.buffer_saved = int(model.replay_buffer.pos)
+            (self.ckpt / "replay_buffer.npz").unlink(missing_ok=True)  # an older checkpoint's single file
         if self.hp.get("normalize"):
             _save_vecnorm(model.get_env(), self.ckpt / "vecnormalize_state.npz")
         # state.json last: it marks the checkpoint complete.
@@ -412,7 +445,8 @@ def train_teacher(
             _load_vecnorm(venv, run.ckpt / "vecnormalize_state.npz")
         model = algorithm_class(run.algo).load(str(run.ckpt / "model.zip"), env=venv, device="cpu")
         if run.algo in _OFF_POLICY:
-            _load_buffer(model, run.ckpt / "replay_buffer.npz")
+            _load_buffer(model, run.ckpt)
+            run.buffer_saved = 0 if (run.ckpt / "replay_buffer.npz").is_file() else int(model.replay_buffer.pos)
     else:
         model = fresh
     every = cfg.checkpoint_every or max(1000, steps // 10)

@@ -54,7 +54,7 @@ def test_killed_run_resumes_from_its_checkpoint(tmp_path: Path) -> None:
     state = json.loads((out / "checkpoint" / "state.json").read_text())
     saved = state["num_timesteps"]
     assert 400 <= saved < 1200
-    assert (out / "checkpoint" / "replay_buffer.npz").exists()
+    assert (out / "checkpoint" / "replay_buffer" / "00000.npz").exists()
     assert not [p for p in out.rglob("*.tmp")], "a half-written file was left behind"
 
     again = subprocess.run(_train_cmd(out, 1200, 400), capture_output=True, text=True)
@@ -183,3 +183,43 @@ def test_readme_demo_runs_on_a_fresh_folder_and_balances_the_pendulum(tmp_path: 
 def test_cli_module_runs() -> None:
     done = subprocess.run([*CLI, "--help"], capture_output=True, text=True, env={**os.environ})
     assert done.returncode == 0 and "train" in done.stdout
+
+
+def test_the_replay_buffer_checkpoints_in_chunks_each_written_once(tmp_path: Path, monkeypatch) -> None:
+    """A checkpoint rewrites only the chunks new transitions reached (a run kept between sessions stores each
+    transition once); the chunks, and the single file of older checkpoints, load back to the same buffer."""
+    from stable_baselines3 import SAC
+
+    import envs
+    import envs.training as training
+
+    monkeypatch.setattr(training, "BUFFER_CHUNK", 100)
+    env = envs.make_env("Pendulum-v1", 0)
+    model = SAC("MlpPolicy", env, buffer_size=1000, learning_starts=50, seed=0, device="cpu")
+    model.learn(250)
+    folder = tmp_path / "ckpt" / training.BUFFER_DIR
+    training._save_buffer(model, folder)
+    assert sorted(p.name for p in folder.glob("*.npz")) == ["00000.npz", "00001.npz", "00002.npz"]
+    first = {p.name: p.read_bytes() for p in folder.glob("*.npz")}
+    for p in folder.glob("*.npz"):
+        p.write_bytes(b"left alone")  # what the next checkpoint must not touch is marked
+    model.learn(100, reset_num_timesteps=False)
+    training._save_buffer(model, folder, since=250)
+    assert (folder / "00000.npz").read_bytes() == (folder / "00001.npz").read_bytes() == b"left alone"
+    assert (folder / "00002.npz").read_bytes() not in (b"left alone", first["00002.npz"])  # rows 200-299 grew
+    (folder / "00000.npz").write_bytes(first["00000.npz"])
+    (folder / "00001.npz").write_bytes(first["00001.npz"])
+    fresh = SAC("MlpPolicy", env, buffer_size=1000, seed=1, device="cpu")
+    training._load_buffer(fresh, tmp_path / "ckpt")
+    assert fresh.replay_buffer.pos == model.replay_buffer.pos == 350
+    for f in ("observations", "actions", "rewards", "next_observations", "dones"):
+        np.testing.assert_array_equal(getattr(fresh.replay_buffer, f), getattr(model.replay_buffer, f))
+    old = tmp_path / "old"  # a checkpoint written before chunks: one file
+    old.mkdir()
+    with open(old / "replay_buffer.npz", "wb") as fh:
+        np.savez(fh, pos=np.int64(350), full=np.bool_(False),
+                 **{f: getattr(model.replay_buffer, f)[:350] for f in ("observations", "actions", "rewards")})
+    again = SAC("MlpPolicy", env, buffer_size=1000, seed=1, device="cpu")
+    training._load_buffer(again, old)
+    assert again.replay_buffer.pos == 350
+    np.testing.assert_array_equal(again.replay_buffer.actions, model.replay_buffer.actions)
