@@ -99,7 +99,9 @@ def test_the_peers_section_plots_each_task_and_tables_every_budget(tmp_path: Pat
 def test_a_suite_method_can_run_on_some_of_its_teachers_only(tmp_path: Path) -> None:
     frontier_suite = load_suite("frontier")
     assert [c.id for c in frontier_suite.cells(seeds=[0])] == [
-        "HalfCheetah-SAC__ars-12m-17__seed0", "Hopper-SAC__ars-7m-11__seed0", "Swimmer-SAC__ars-2m-8__seed0"]
+        "HalfCheetah-SAC__ars-12m-17__seed0", "Hopper-SAC__ars-7m-11__seed0", "Hopper-SAC__linear-16__seed0",
+        "Hopper-SAC__linear-ars-7m-16__seed0", "Swimmer-SAC__ars-2m-8__seed0", "Swimmer-SAC__linear-16__seed0",
+        "Swimmer-SAC__linear-ars-2m-16__seed0"]
     smose = load_suite("smose")
     assert smose.cells(methods=["moe-sac-1m"], seeds=[0]) == [Cell("HalfCheetah-SAC", "moe-sac-1m", 8, 0),
                                                               Cell("Walker2d-SAC", "moe-sac-1m", 8, 0)]
