@@ -571,19 +571,27 @@ Analysis = Callable[[ReportContext, Document], None]
 ANALYSES: dict[str, Analysis] = {}
 
 
-def register_analysis(name: str) -> Callable[[Analysis], Analysis]:
-    """Register a report section under ``name``, so that a suite can list it (``[report] analyses = [...]``)."""
+#: Sections a report lays out only when its suite lists them (not in the default set of a suite that lists none).
+ON_REQUEST: set[str] = set()
+
+
+def register_analysis(name: str, *, default: bool = True) -> Callable[[Analysis], Analysis]:
+    """Register a report section under ``name``, so that a suite can list it (``[report] analyses = [...]``);
+    ``default=False`` keeps it out of the reports of suites that list no sections."""
 
     def add(fn: Analysis) -> Analysis:
         ANALYSES[name] = fn
+        if not default:
+            ON_REQUEST.add(name)
         return fn
 
     return add
 
 
 def analyses_of(suite: dict[str, Any]) -> list[str]:
-    """The sections a suite's report lays out: those it lists (``[report] analyses``), else every registered one."""
-    names = list((suite.get("report") or {}).get("analyses") or ANALYSES)
+    """The sections a suite's report lays out: those it lists (``[report] analyses``), else every registered one
+    but those registered on request."""
+    names = list((suite.get("report") or {}).get("analyses") or [n for n in ANALYSES if n not in ON_REQUEST])
     unknown = [n for n in names if n not in ANALYSES]
     if unknown:
         raise InterpRLError(f"Suite {suite.get('name', '?')!r} lists unknown report analyses "
@@ -889,4 +897,4 @@ def teachers_section(ctx: ReportContext, doc: Document) -> None:
 import benchmarks.study_analyses  # noqa: E402,F401
 
 # Our frontier against the published peers (benchmarks/peers.py reads no module of this one: no cycle).
-register_analysis("peers")(peers_section)
+register_analysis("peers", default=False)(peers_section)
