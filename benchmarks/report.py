@@ -28,7 +28,7 @@ def _compared_records(res: Path, suite: dict[str, Any], own: list[dict[str, Any]
     """The records of the suite's ``compare`` folders (beside ``res``) for its teachers, of methods it does not run;
     their controller paths made relative to ``res``."""
     teachers = {t["name"]: t for t in suite.get("teachers") or []}
-    mine = {r["method"] for r in own}
+    mine = {(r["cell"]["teacher"], r["method"]) for r in own}  # a label this suite runs on a teacher: its own there
     taken: set[str] = set()  # a method label an earlier compared folder already shows
     out: dict[str, list[dict[str, Any]]] = {}
     for other in suite.get("compare") or []:
@@ -37,7 +37,7 @@ def _compared_records(res: Path, suite: dict[str, Any], own: list[dict[str, Any]
             continue
         kept = [{**r, "controller": f"../{other}/{r['controller']}", "compared_from": other}
                 for r in load_records(folder)
-                if r["cell"]["teacher"] in teachers and r["method"] not in mine
+                if r["cell"]["teacher"] in teachers and (r["cell"]["teacher"], r["method"]) not in mine
                 and r.get("episodes") == own[0].get("episodes")]
         for r in kept:  # the same label in two compared folders names two methods: the later one says its suite
             if r["method"] in taken:
