@@ -282,14 +282,8 @@ class Distillation(BaseEstimator):
             self.noise_levels_ = {**self.noise_levels_, "kept": kept, "noise": runs[kept]["noise"],
                                   "chosen": "after fine-tuning"}
         elif self.rl is not None and self.rl.n_steps > 0:
-            rl = clone(self.rl).set_params(checkpoint_dir=checkpoint_dir)
-            t0 = time.perf_counter()
-            rl.fit(student, teacher, env_fn, progress=progress, resume=resume)
-            student = rl.student_
-            self.rl_ = {"initial_return": rl.initial_return_, "best_return": rl.best_return_,
-                        "critic": rl.critic_source_, "history": rl.history_,
-                        "seconds": time.perf_counter() - t0 + rl.earlier_seconds_,
-                        "earlier_seconds": rl.earlier_seconds_}
+            student, self.rl_ = self._tune_one(student, teacher, env_fn, None if checkpoint_dir is None
+                                               else Path(checkpoint_dir), resume, progress)
         if self.collapse_atol > 0:
             if not hasattr(student, "tree_"):
                 raise bad_value("collapse_atol", "Distillation", "0 for a student that is not a tree",
@@ -340,12 +334,13 @@ class Distillation(BaseEstimator):
 
     def _tune_one(self, student: Any, teacher: Teacher, env_fn: Callable[[int], Any], checkpoint_dir: Path | None,
                   resume: bool, progress: Callable[[dict[str, Any]], None] | None, *,
-                  level: int) -> tuple[Any, dict[str, Any]]:
-        """One level's fine-tuning: ``(the kept student, the rl_ record)``."""
+                  level: int | None = None) -> tuple[Any, dict[str, Any]]:
+        """The fine-tuning of ``student`` (of DART level ``level``, which tags its progress rows):
+        ``(the kept student, the rl_ record)``."""
         rl = clone(self.rl).set_params(checkpoint_dir=checkpoint_dir)
         t0 = time.perf_counter()
-        rl.fit(student, teacher, env_fn, progress=None if progress is None else _tagged(progress, level),
-               resume=resume)
+        rl.fit(student, teacher, env_fn, resume=resume,
+               progress=_tagged(progress, level) if progress is not None and level is not None else progress)
         return rl.student_, {"initial_return": rl.initial_return_, "best_return": rl.best_return_,
                              "critic": rl.critic_source_, "history": rl.history_,
                              "seconds": time.perf_counter() - t0 + rl.earlier_seconds_,

@@ -707,6 +707,11 @@ def test_a_run_that_requires_the_teachers_fails_when_they_are_missing(tmp_path: 
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+def _system_call(cmd: str) -> bytes:
+    """A pickle (protocol 0 opcodes, written by hand) that calls ``os.system(cmd)`` when unpickled."""
+    return f"c{os.system.__module__}\nsystem\n(V{cmd}\ntR.".encode()
+
+
 def _with_field(src: Path, dst: Path, key: str, payload: bytes) -> Path:
     """A copy of the SB3 zip ``src`` whose ``data`` field ``key`` is the pickle ``payload``."""
     import base64
@@ -731,7 +736,7 @@ def test_a_crafted_agent_zip_is_refused_in_one_line_and_never_run(shared_teacher
     --trust-pickles SB3's own loader would run it (so the flag is the user's word, not a default)."""
     marker = tmp_path / "pwned"
     evil = _with_field(_zip(shared_teachers, "sac_hopper"), tmp_path / "evil.zip", field,
-                       pickle.dumps(_Evil(f"touch {marker}")))
+                       _system_call(f"touch {marker}"))
     with pytest.raises(TeacherLoadError) as exc:
         load_teacher(evil, env="Hopper-v5")
     message = str(exc.value)
@@ -755,8 +760,8 @@ def test_pickled_fields_inference_does_not_need_are_never_read(shared_teachers: 
 
     marker = tmp_path / "pwned"
     src = _zip(shared_teachers, "sac_hopper")
-    evil = _with_field(src, tmp_path / "a.zip", "lr_schedule", pickle.dumps(_Evil(f"touch {marker}")))
-    evil = _with_field(evil, tmp_path / "Hopper-v3.zip", "_last_obs", pickle.dumps(_Evil(f"touch {marker}")))
+    evil = _with_field(src, tmp_path / "a.zip", "lr_schedule", _system_call(f"touch {marker}"))
+    evil = _with_field(evil, tmp_path / "Hopper-v3.zip", "_last_obs", _system_call(f"touch {marker}"))
     teacher = load_teacher(evil, env="Hopper-v5")
     assert not marker.exists()
     trusted, _ = load_sb3_model(src, trust=True)  # SB3's own loader, on the untouched file

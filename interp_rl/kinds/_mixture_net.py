@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from interp_rl.kinds.mixture_training import Gating
+if TYPE_CHECKING:  # the settings' type only: mixture_training imports this module, not the other way round
+    from interp_rl.kinds.mixture_training import Gating
 
 __all__ = ["NoisyTop1Mixture", "importance_load_loss"]
 
@@ -34,6 +35,7 @@ class NoisyTop1Mixture(nn.Module):
 
     Examples
     --------
+    >>> from interp_rl.kinds.mixture_training import Gating
     >>> net = NoisyTop1Mixture(3, 1, 2, gating=Gating(gate_noise=0.0, load_balance=0.0)).eval()
     >>> with torch.no_grad():  # the first expert says 1 where x0 > 0, the second -1 elsewhere
     ...     _ = net.router.weight.copy_(torch.tensor([[1.0, 0, 0], [-1.0, 0, 0]]))
