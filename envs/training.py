@@ -3,10 +3,14 @@
 The output folder holds ``model.zip`` (SB3's format), ``teacher.json``
 (algorithm, task, provenance), ``vecnormalize.npz`` when observations are
 normalised, ``train_config.json`` (the resolved configuration) and
-``checkpoint/`` (model, replay buffer as ``.npz`` chunks, normaliser state and
-``state.json``), from which ``--resume`` continues. Every file is written
-atomically, so an interruption loses at most the steps since the last
-checkpoint.
+``checkpoint/``, from which ``--resume`` continues: the model's training state
+(``agent.npz``: networks, optimisers, counters) and the best policy so far
+(``best_policy.npz``), both arrays and JSON (:mod:`envs.agent_state`), the
+replay buffer as ``.npz`` chunks, the normaliser's state and ``state.json``.
+Nothing in a checkpoint is a pickle: resuming rebuilds the model from the run's
+settings and reads the arrays back, so a checkpoint can be kept between sessions
+(committed) and resumed without trusting it. Every file is written atomically,
+so an interruption loses at most the steps since the last checkpoint.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from typing import Any
 import numpy as np
 import yaml
 
+from envs.agent_state import load_agent_state, load_module_state, save_agent_state, save_module_state
 from envs.registry import EnvVariant, env_factory, get_task, make_vec_env
-from envs.sb3 import ALGORITHMS, ObsNormalizer, SB3Teacher, algorithm_class
+from envs.sb3 import ALGORITHMS, ObsNormalizer, SB3Teacher, algorithm_class, trust_pickles
 from envs.teachers import TEACHER_FILE
 from interp_rl._validation import check_int
 from interp_rl.errors import InvalidParameterError, TrainInterrupted
@@ -164,6 +169,9 @@ _BUFFER_FIELDS = ("observations", "next_observations", "actions", "rewards", "do
 #: sessions (committed) stores each transition once.
 BUFFER_CHUNK = 25_000
 BUFFER_DIR = "replay_buffer"
+#: A checkpoint's model (networks, optimisers, counters) and best policy so far: arrays and JSON, no pickles.
+AGENT_FILE = "agent.npz"
+BEST_FILE = "best_policy.npz"
 
 
 def _save_buffer(model: Any, folder: Path, since: int = 0) -> None:
@@ -309,7 +317,8 @@ class _Run:
                              "seconds": time.perf_counter() - self.t0})
         if score is not None and (self.best is None or score > self.best["eval_return"]):
             self.ckpt.mkdir(parents=True, exist_ok=True)
-            _save_zip(model, self.ckpt / "best_model.zip")
+            save_module_state(model.policy, self.ckpt / BEST_FILE)
+            (self.ckpt / "best_model.zip").unlink(missing_ok=True)  # an older checkpoint's pickled best
             norm = self.normalizer(model)
             if norm is not None:
                 norm.save(self.ckpt / "best_vecnormalize.npz")
@@ -318,7 +327,8 @@ class _Run:
     def checkpoint(self, model: Any) -> None:
         self.ckpt.mkdir(parents=True, exist_ok=True)
         self.record(model)
-        _save_zip(model, self.ckpt / "model.zip")
+        save_agent_state(model, self.ckpt / AGENT_FILE)
+        (self.ckpt / "model.zip").unlink(missing_ok=True)  # an older checkpoint's pickled model
         if self.algo in _OFF_POLICY:
             _save_buffer(model, self.ckpt / BUFFER_DIR, since=self.buffer_saved)
             self.buffer_saved = int(model.replay_buffer.pos)
@@ -335,10 +345,12 @@ class _Run:
         last = self.history[-1]
         use_best = (self.cfg.keep == "best" and self.best is not None
                     and self.best["step"] != last["step"])
-        if use_best:
+        if use_best and (self.ckpt / BEST_FILE).is_file():
+            load_module_state(model.policy, self.ckpt / BEST_FILE)  # the end: the model is only saved now
+        elif use_best:  # an older checkpoint's pickled best, resumed with --trust-pickles: copied, never read
             shutil.copyfile(self.ckpt / "best_model.zip", self.ckpt / "chosen.zip")
             os.replace(self.ckpt / "chosen.zip", self.out / "model.zip")
-        else:
+        if not use_best or (self.ckpt / BEST_FILE).is_file():
             _save_zip(model, self.out / "model.zip")
         chosen = self.best if use_best else {"step": last["step"], "eval_return": last["eval_return"]}
         meta: dict[str, Any] = {
@@ -416,20 +428,25 @@ def train_teacher(
     if resume and (run.out / TEACHER_FILE).exists() and not state_file.exists():
         return dict(json.loads((run.out / TEACHER_FILE).read_text()))
     venv = run.make_venv()
-    fresh = None
-    if not (resume and state_file.exists()):
-        try:  # bad hyperparameters fail here, before anything is written to --out
-            fresh = _build_model(cfg, run.hp, venv)
-        except InvalidParameterError:
-            venv.close()
-            raise
-        except (TypeError, ValueError, AssertionError) as exc:
-            venv.close()
-            given = ", ".join(f"{k}={v!r}" for k, v in cfg.hyperparams.items()) or "the shipped defaults"
-            reason = " ".join(str(exc).split()) or type(exc).__name__
-            raise InvalidParameterError(
-                f"{run.algo.upper()} does not accept the hyperparameters ({given}): {reason}"
-            ) from None
+    if resume and state_file.exists() and not (run.ckpt / AGENT_FILE).is_file() and not trust_pickles():
+        venv.close()
+        raise InvalidParameterError(
+            f"The checkpoint in {str(run.ckpt)!r} was written by an older interp-rl, as an SB3 zip, which cannot "
+            "be read back without running its pickles; if you wrote it yourself, resume with "
+            "interp-rl --trust-pickles train ... --resume (its next checkpoint is written without pickles)."
+        )
+    try:  # bad hyperparameters fail here, before anything is written to --out
+        fresh = _build_model(cfg, run.hp, venv)
+    except InvalidParameterError:
+        venv.close()
+        raise
+    except (TypeError, ValueError, AssertionError) as exc:
+        venv.close()
+        given = ", ".join(f"{k}={v!r}" for k, v in cfg.hyperparams.items()) or "the shipped defaults"
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise InvalidParameterError(
+            f"{run.algo.upper()} does not accept the hyperparameters ({given}): {reason}"
+        ) from None
     run.out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run.out / "train_config.json", json.dumps(
         {**asdict(cfg), "task": run.task, "hyperparams": run.hp}, indent=2, default=str) + "\n")
@@ -443,7 +460,11 @@ def train_teacher(
         run.t0 -= float(run.history[-1].get("seconds", 0.0)) if run.history else 0.0
         if run.hp.get("normalize"):
             _load_vecnorm(venv, run.ckpt / "vecnormalize_state.npz")
-        model = algorithm_class(run.algo).load(str(run.ckpt / "model.zip"), env=venv, device="cpu")
+        if (run.ckpt / AGENT_FILE).is_file():
+            model = fresh
+            load_agent_state(model, run.ckpt / AGENT_FILE)
+        else:  # an older checkpoint, trusted by the user (checked above)
+            model = algorithm_class(run.algo).load(str(run.ckpt / "model.zip"), env=venv, device="cpu")
         if run.algo in _OFF_POLICY:
             _load_buffer(model, run.ckpt)
             run.buffer_saved = 0 if (run.ckpt / "replay_buffer.npz").is_file() else int(model.replay_buffer.pos)

@@ -56,6 +56,12 @@ def test_killed_run_resumes_from_its_checkpoint(tmp_path: Path) -> None:
     assert 400 <= saved < 1200
     assert (out / "checkpoint" / "replay_buffer" / "00000.npz").exists()
     assert not [p for p in out.rglob("*.tmp")], "a half-written file was left behind"
+    files = [p for p in (out / "checkpoint").rglob("*") if p.is_file()]
+    assert {p.suffix for p in files} <= {".npz", ".json"}, "a checkpoint holds nothing but arrays and JSON"
+    for p in files:
+        if p.suffix == ".npz":
+            with np.load(p, allow_pickle=False) as z:
+                [z[k] for k in z.files]  # every array reads back without unpickling
 
     again = subprocess.run(_train_cmd(out, 1200, 400), capture_output=True, text=True)
     assert again.returncode == 1
@@ -223,3 +229,74 @@ def test_the_replay_buffer_checkpoints_in_chunks_each_written_once(tmp_path: Pat
     training._load_buffer(again, old)
     assert again.replay_buffer.pos == 350
     np.testing.assert_array_equal(again.replay_buffer.actions, model.replay_buffer.actions)
+
+
+@pytest.mark.parametrize("algo,task", [("sac", "Pendulum-v1"), ("td3", "Pendulum-v1"), ("tqc", "Pendulum-v1"),
+                                       ("ppo", "Pendulum-v1"), ("ars", "Pendulum-v1"), ("dqn", "CartPole-v1")])
+def test_an_agent_state_restores_every_tensor_and_counter(tmp_path: Path, algo: str, task: str) -> None:
+    """What a checkpoint keeps of a model (networks, optimisers' moments and steps, the learnt entropy coefficient,
+    the counters) reads back into a model built afresh from the same settings with another seed, exactly."""
+    import torch
+
+    from envs.agent_state import load_agent_state, load_module_state, save_agent_state, save_module_state
+    from envs.training import _build_model, _Run
+
+    hp = {"learning_starts": 50, "batch_size": 32} if algo in {"sac", "td3", "tqc", "dqn"} else {}
+    if algo == "ppo":
+        hp = {"n_steps": 64, "batch_size": 32}
+    cfg = TrainConfig(algo, task, 200, str(tmp_path / "a"), seed=0, hyperparams=hp)
+    run = _Run(cfg)
+    trained = _build_model(cfg, run.hp, run.make_venv()).learn(200)
+    save_agent_state(trained, tmp_path / "agent.npz")
+    save_module_state(trained.policy, tmp_path / "policy.npz")
+    fresh = _build_model(TrainConfig(algo, task, 200, str(tmp_path / "b"), seed=9, hyperparams=hp), run.hp,
+                         run.make_venv())
+
+    def flat(x: object) -> list:
+        if isinstance(x, torch.Tensor):
+            return [x.detach().numpy()]
+        if isinstance(x, dict):
+            return [a for k in sorted(x, key=str) for a in [k, *flat(x[k])]]
+        if isinstance(x, list | tuple):
+            return [a for v in x for a in flat(v)]
+        return [x]
+
+    assert any(not np.array_equal(a, b) for a, b in zip(flat(fresh.policy.state_dict()),
+                                                        flat(trained.policy.state_dict()), strict=True))
+    load_agent_state(fresh, tmp_path / "agent.npz")
+    got, want = flat(fresh.get_parameters()), flat(trained.get_parameters())
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+    for c in ("num_timesteps", "_n_updates", "_episode_num", "_n_calls"):
+        assert getattr(fresh, c, None) == getattr(trained, c, None)
+    if hasattr(trained, "log_ent_coef"):
+        assert float(fresh.log_ent_coef.detach()) == float(trained.log_ent_coef.detach()) != 0.0
+    other = _build_model(TrainConfig(algo, task, 200, str(tmp_path / "c"), seed=5, hyperparams=hp), run.hp,
+                         run.make_venv())
+    load_module_state(other.policy, tmp_path / "policy.npz")
+    obs = np.stack([other.observation_space.sample() for _ in range(8)])
+    np.testing.assert_array_equal(other.predict(obs, deterministic=True)[0],
+                                  trained.predict(obs, deterministic=True)[0])
+    with pytest.raises(InvalidParameterError, match="is not an agent state of the kind expected"):
+        load_agent_state(other, tmp_path / "policy.npz")
+    (tmp_path / "bad.npz").write_bytes(b"PK not really")
+    with pytest.raises(InvalidParameterError, match=r"bad\.npz' is not an agent state written by interp-rl"):
+        load_agent_state(other, tmp_path / "bad.npz")
+
+
+def test_a_checkpoint_of_the_sb3_zip_era_is_refused_unless_trusted(tmp_path: Path, monkeypatch) -> None:
+    """Checkpoints written before agent states held a pickled model.zip: resuming one would run its pickles."""
+    from envs.sb3 import TRUST_PICKLES_ENV
+
+    out = tmp_path / "run"
+    cfg = TrainConfig("sac", "Pendulum-v1", 300, str(out), seed=1, checkpoint_every=100,
+                      hyperparams={"learning_starts": 50}, eval_episodes=1)
+    (out / "checkpoint").mkdir(parents=True)
+    (out / "checkpoint" / "state.json").write_text(json.dumps({"num_timesteps": 100, "history": [], "best": None}))
+    (out / "checkpoint" / "model.zip").write_bytes(b"an SB3 zip")
+    monkeypatch.delenv(TRUST_PICKLES_ENV, raising=False)
+    with pytest.raises(InvalidParameterError, match=r"was written by an older interp-rl, as an SB3 zip, which "
+                       r"cannot be read back without running its pickles; if you wrote it yourself, resume with "
+                       r"interp-rl --trust-pickles train"):
+        train_teacher(cfg, resume=True, progress_bar=False)
