@@ -19,6 +19,14 @@ SHARED_TEACHERS = Path(
 REQUIRE_TEACHERS = os.environ.get("INTERP_RL_REQUIRE_TEACHERS", "") not in ("", "0")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # -n auto: one worker per core, each computing on one thread
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        import torch
+
+        torch.set_num_threads(1)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     if REQUIRE_TEACHERS and not SHARED_TEACHERS.is_dir():
         pytest.exit(

@@ -130,6 +130,7 @@ def test_bad_arguments_are_one_line_errors(env_fn) -> None:  # noqa: ANN001
         _ars().fit("tree", env_fn, iterations=1)
 
 
+@pytest.mark.xdist_group("ray")  # one Ray cluster at a time on the machine: the tests of a group share a worker
 def test_ray_tasks_give_the_same_controller_as_the_process_pool(env_fn) -> None:  # noqa: ANN001
     ray = pytest.importorskip("ray")
     pool = _ars(n_workers=2).fit(_tree(), env_fn, iterations=2)
@@ -141,6 +142,7 @@ def test_ray_tasks_give_the_same_controller_as_the_process_pool(env_fn) -> None:
     assert np.array_equal(pool.theta_, on_ray.theta_)
 
 
+@pytest.mark.xdist_group("ray")  # one Ray cluster at a time on the machine: the tests of a group share a worker
 def test_ray_tasks_on_a_two_node_cluster_give_the_process_pools_controller(env_fn) -> None:  # noqa: ANN001
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster

@@ -15,6 +15,7 @@ def test_one_and_two_workers_give_the_same_controller() -> None:
     assert len({r["env_steps"] for r in record["runs"]}) == 1 and record["runs"][0]["env_steps"] > 0
 
 
+@pytest.mark.xdist_group("ray")  # one Ray cluster at a time on the machine: the tests of a group share a worker
 def test_a_two_node_ray_cluster_gives_the_process_pools_controller() -> None:
     pytest.importorskip("ray")
     record = ars.ray_cluster("InvertedPendulum-v5", 1)

@@ -638,6 +638,7 @@ def test_fine_tuning_starts_from_a_committed_cell_folder(bench_run: tuple[Path, 
             and "delete" in res.output), res.output
 
 
+@pytest.mark.xdist_group("ray")  # one Ray cluster at a time on the machine: the tests of a group share a worker
 def test_ray_executor_gives_the_same_records(bench_run: tuple[Path, Path], tmp_path: Path) -> None:
     suite, results = bench_run
     ray_results = tmp_path / "ray"

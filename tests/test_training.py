@@ -163,11 +163,13 @@ def test_readme_demo_runs_on_a_fresh_folder_and_balances_the_pendulum(tmp_path: 
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     head = readme.split("## ", 1)[0]
-    assert "\ninterp-rl demo\n" in head and "\npip install -e '.[dev]'\n" in head and "\npython -m pytest\n" in head
+    assert "\ninterp-rl demo\n" in head and "\npip install -e '.[dev]'\n" in head and "\npython -m pytest -n auto\n" in head
     # typed in this order: the CPU build of torch, the install, the main job, the tests
     order = [head.index(c) for c in ("\npip install torch==2.13.0\n", "\npip install -e '.[dev]'\n", "\ninterp-rl demo\n",
-                                      "\npython -m pytest\n")]
+                                      "\npython -m pytest -n auto\n")]
     assert order == sorted(order)
+    assert "\npython -m pytest -n auto\n" in (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text(), \
+        "CI runs the README's test command"
     exe = shutil.which("interp-rl")
     assert exe, "the interp-rl console script is not installed"
     done = subprocess.run([exe, "demo"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
