@@ -35,10 +35,11 @@ def demo_suite(seed: int = 0) -> Any:
 def run_demo(out: str | Path, *, seed: int = 0, workers: int = 2, progress: bool = True,
              console: Any = None) -> dict[str, Any]:
     """Run the demo into ``out``; return the report paths and the summary groups."""
-    from rich.console import Console
     from rich.table import Table
 
-    con = console or Console(highlight=False)
+    from interp_rl._progress import line_console
+
+    con = console or line_console()
     out = Path(out)
     suite = demo_suite(seed)
     con.print(f"interp-rl demo: {' '.join(suite.description.split())}", markup=False)

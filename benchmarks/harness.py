@@ -602,14 +602,13 @@ def run_suite(
     progress : bool
         Show a progress bar naming the cells in flight, with an ETA.
     """
-    from rich.console import Console
-
+    from interp_rl._progress import line_console
     from interp_rl._validation import check_int
 
     check_int(workers, "workers", "bench")
     if executor not in EXECUTORS:
         raise InterpRLError(f"Unknown executor {executor!r}; use one of {', '.join(EXECUTORS)}.")
-    console = Console(stderr=True, highlight=False)
+    console = line_console(stderr=True)  # piped into a log, a cell's line stays whole
     say = log or (lambda msg: console.print(msg, markup=False))
     res = Path(results)
     tdir = Path(teachers_dir) if teachers_dir is not None else default_teachers_dir()

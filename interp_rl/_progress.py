@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from types import TracebackType
 from typing import Any
 
-__all__ = ["Steps"]
+__all__ = ["Steps", "line_console"]
+
+
+def line_console(stderr: bool = False) -> Any:
+    """A rich console on stdout (or stderr) that wraps only for a terminal: piped into a log or a file, each
+    line stays whole, however long.
+
+    >>> import contextlib, io
+    >>> buf = io.StringIO()
+    >>> with contextlib.redirect_stdout(buf):
+    ...     line_console().print("x" * 150)
+    >>> buf.getvalue().count("\\n")
+    1
+    """
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    terminal = stream.isatty()
+    return Console(stderr=stderr, highlight=False, width=None if terminal else 1000, soft_wrap=not terminal)
 
 
 class Steps:

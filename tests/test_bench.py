@@ -443,6 +443,8 @@ def test_a_cell_another_bench_is_running_is_left_to_it_and_never_written_twice(t
     assert res.exit_code == 0, res.output
     assert ("IP-SAC__tree-2__seed0: left to the other interp-rl bench running it on " in text
             and "2 cells: 1 run now, 0 already done, 0 failed, 1 left to another interp-rl bench running them" in text)
+    line = next(x for x in res.output.splitlines() if x.startswith("IP-SAC__tree-2__seed0: left to the other"))
+    assert len(line) > 80 and line.endswith("IP-SAC__tree-2__seed0.lock')"), "piped, a line is kept whole"
     assert sorted(p.name for p in (results / "records").glob("*.json")) == ["IP-SAC__tree-4__seed0.json"]
     res = runner.invoke(app, ["bench", "--suite", str(suite), "--out", str(results), "--methods", "tree",
                               "--no-progress"])

@@ -11,6 +11,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
+from interp_rl._progress import line_console
 from interp_rl.errors import InterpRLError
 
 __all__ = ["app", "cli_errors", "err", "out"]
@@ -25,15 +26,8 @@ app = typer.Typer(
 )
 
 
-def _console(stderr: bool = False) -> Console:
-    """A console that wraps only for a terminal: piped or redirected output keeps long lines whole."""
-    stream = sys.stderr if stderr else sys.stdout
-    width = None if stream.isatty() else 1000
-    return Console(stderr=stderr, highlight=False, width=width, soft_wrap=not stream.isatty())
-
-
-out = _console()
-err = _console(stderr=True)
+out: Console = line_console()  # each wraps only on a terminal: piped output keeps long lines whole
+err: Console = line_console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
