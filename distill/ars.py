@@ -252,6 +252,8 @@ class ARS(BaseEstimator):
     4
     """
 
+    state_file = STATE_JSON
+
     def __init__(self, *, n_directions: int = 8, top_directions: int | None = None, step_size: float = 0.02,
                  noise: float = 0.03, episodes: int = 1, horizon: int | None = None,
                  alive_bonus_offset: float = 0.0, normalize: bool = True,
@@ -467,6 +469,7 @@ def _from_scratch(kind: str, env_fn: EnvFn) -> Program:
         env.close()
 
 
+_SEARCH_NAMES = {"ars": "ARS", "cmaes": "CMA-ES"}
 _ZOO_NAMES = {"n_delta": "n_directions", "n_top": "top_directions", "learning_rate": "step_size",
               "delta_std": "noise", "alive_bonus_offset": "alive_bonus_offset", "normalize": "normalize"}
 
@@ -502,14 +505,15 @@ def ars_chunks(n_directions: int, workers: int) -> Sequence[np.ndarray]:
     return [c for c in np.array_split(np.arange(n_directions), max(1, workers)) if len(c)]
 
 
-def run_ars_job(ars: ARS, start: Program | Controller | str, env_fn: EnvFn, out: str | Path, *, steps: int,
+def run_ars_job(ars: Any, start: Program | Controller | str, env_fn: EnvFn, out: str | Path, *, steps: int,
                 task: str, features: Sequence[Any] = (), actions: Sequence[Any] = (), resume: bool = False,
                 eval_episodes: int = 5, progress: Callable[[dict[str, Any]], None] | None = None
                 ) -> dict[str, Any]:
     """Search from ``start`` for ``steps`` environment steps and write a controller folder to ``out``, as
     ``interp-rl distill`` does: ``controller.json``, the exports, ``rules.txt``, the picture and ``metrics.json``
     (the return curve, the environment steps, the wall time; written last). The state is kept in
-    ``out/checkpoint`` after every iteration; ``resume`` continues it. Returns the metrics."""
+    ``out/checkpoint`` after every iteration; ``resume`` continues it. Returns the metrics. ``ars`` is an
+    :class:`ARS` or a :class:`distill.cmaes.CMAES` (the same contract)."""
     from sklearn.base import clone
 
     from distill.job import METRICS_FILE, write_controller_files
@@ -518,25 +522,27 @@ def run_ars_job(ars: ARS, start: Program | Controller | str, env_fn: EnvFn, out:
     out = Path(out)
     if (out / METRICS_FILE).is_file() and not resume:
         raise InterpRLError(f"{str(out)!r} already holds a finished controller; choose another --out.")
-    if (out / "checkpoint" / STATE_JSON).is_file() and not resume:
-        raise InterpRLError(f"{str(out)!r} holds an unfinished ARS run; continue it with --resume or choose "
-                            "another --out.")
+    state_file = getattr(ars, "state_file", STATE_JSON)
+    search = "cmaes" if state_file != STATE_JSON else "ars"
+    if (out / "checkpoint" / state_file).is_file() and not resume:
+        raise InterpRLError(f"{str(out)!r} holds an unfinished {_SEARCH_NAMES[search]} run; continue it with "
+                            "--resume or choose another --out.")
     out.mkdir(parents=True, exist_ok=True)
     kind = start if isinstance(start, str) else (start.program if isinstance(start, Controller) else start).kind
     est = clone(ars).set_params(checkpoint_dir=out / "checkpoint")
-    resume = resume and (out / "checkpoint" / STATE_JSON).is_file()
+    resume = resume and (out / "checkpoint" / state_file).is_file()
     est.fit(start, env_fn, steps=steps, resume=resume, progress=progress)
     held = evaluate(est.program_, env_fn, episodes=eval_episodes, seed=int(ars.seed) + 50_000, task=task)
     config = {**est._config(), "n_workers": est.n_workers, "executor": est.executor, "steps": steps}
     controller = Controller(est.program_, list(features), list(actions), task=task,
-                            metadata={"method": "ars", "start": kind, "config": config})
+                            metadata={"method": search, "start": kind, "config": config})
     controller.save(out / "controller.json")
     last = est.history_[-1] if est.history_ else {"env_steps": 0, "seconds": 0.0, "iteration": 0}
-    metrics = {"method": "ars", "kind": est.program_.kind, "start": kind, "task": task, "config": config,
+    metrics = {"method": search, "kind": est.program_.kind, "start": kind, "task": task, "config": config,
                "env_steps": est.env_steps_, "iterations": last["iteration"], "wall_seconds": last["seconds"],
                "n_parameters": est.n_parameters_, "eval_return_mean": held.mean_return,
                "eval_return_std": held.std_return, "eval_episodes": eval_episodes,
                **({"ray_nodes": len(est.ray_nodes_)} if est.executor == "ray" else {}),
                "obs_mean": est.obs_mean_.tolist(), "obs_std": est.obs_std_.tolist(), "history": est.history_}
-    write_controller_files(controller, out, metrics, f"{task} ARS {est.program_.kind}")
+    write_controller_files(controller, out, metrics, f"{task} {_SEARCH_NAMES[search]} {est.program_.kind}")
     return metrics

@@ -123,8 +123,8 @@ def _rl_options() -> tuple[Option, ...]:
     return (
         Option("rl_steps", ("rl__n_steps",), "Fine-tune on the return for this many transitions with an "
                "actor-critic warm-started from the teacher's critic (0: off).", int),
-        Option("rl_search", ("rl__search",), "How --rl-steps searches the pieces: 'td3' (actor-critic) or 'ars' "
-               "(augmented random search, V2-t, no critic).", str),
+        Option("rl_search", ("rl__search",), "How --rl-steps searches the pieces: 'td3' (actor-critic), 'ars' "
+               "(augmented random search, V2-t, no critic) or 'cmaes' (CMA-ES, no critic).", str),
         Option("rl_critic", ("rl__critic",), "'auto' (start from the teacher's Q-networks or value network "
                "when it has one), 'teacher' or 'new'.", str),
         Option("rl_warmup", ("rl__critic_warmup",), "Transitions during which only the critic learns."),
@@ -417,6 +417,8 @@ register_method(Method(
         Option("scratch_steps", ("scratch__n_steps",), "Instead of distilling, search a dense linear policy by "
                "augmented random search from zeros for this many environment steps on the teacher's task (the "
                "task's ARS settings); the teacher is only the yardstick (0: off).", int),
+        Option("scratch_algo", ("scratch__algo",), "The search of --scratch-steps: 'ars' or 'cmaes' (CMA-ES, with "
+               "the task's survival-bonus offset and normalisation).", str),
         *_dagger_options(("dagger__seed", "rl__seed", "scratch__seed", "repair__seed")),
         *_sweep_options("--max-terms"),
         *_repair_options(),

@@ -399,7 +399,7 @@ class CriticTuner(BaseEstimator):
         check_choice(self.actor_units, "actor_units", owner, ("features", "raw"))
         check_int(self.buffer_size, "buffer_size", owner)
         check_int(self.seed, "seed", owner, low=0)
-        check_choice(self.search, "search", owner, ("td3", "ars"))
+        check_choice(self.search, "search", owner, ("td3", "ars", "cmaes"))
         check_choice(self.router, "router", owner, ("frozen", "train"))
 
     def _critic_source(self, teacher: Teacher) -> str:
@@ -428,7 +428,7 @@ class CriticTuner(BaseEstimator):
         program = student._fitted_program()
         if self.router == "train":
             self._check_router(program)
-        if self.search == "ars":
+        if self.search in ("ars", "cmaes"):
             self._fit_ars(student, env_fn, progress, resume, teacher)
             return self
         self.critic_source_ = self._critic_source(teacher)
@@ -444,9 +444,9 @@ class CriticTuner(BaseEstimator):
     def _check_router(self, program: Any) -> None:
         """``router='train'`` needs one linear routing map whose argmax is the acting piece (a mixture's router)."""
         maps = program.routing_maps()
-        if self.search == "ars":
-            raise bad_value("router", "CriticTuner", "'frozen' with search='ars' (ARS already moves a linear "
-                            "router with the experts)", self.router)
+        if self.search in ("ars", "cmaes"):
+            raise bad_value("router", "CriticTuner", f"'frozen' with search={self.search!r} (the search already "
+                            "moves a linear router with the experts)", self.router)
         if len(maps) != 1 or len(maps[0][0]) != len(program.affine_pieces().intercept):
             why = {"tree": "a tree's splits are hard thresholds, whose gradient is zero almost everywhere; a "
                            "softened tree would train another controller than the one deployed",
@@ -467,17 +467,17 @@ class CriticTuner(BaseEstimator):
 
     def _fit_ars(self, student: Any, env_fn: EnvFn, progress: Callable[[dict[str, Any]], None] | None,
                  resume: bool, teacher: Teacher) -> None:
-        """``search='ars'``: :class:`distill.ars.ARS` over the student's program for ``n_steps`` environment steps,
-        its state in ``checkpoint_dir/ars``; the start and the end scored on the held-out episodes, the better kept."""
-        from distill.ars import ARS, teacher_ars_settings
-        from distill.ars import STATE_JSON as ARS_STATE
+        """``search='ars'`` or ``'cmaes'``: :class:`distill.ars.ARS` (or :class:`distill.cmaes.CMAES`) over the
+        student's program for ``n_steps`` environment steps, its state in ``checkpoint_dir/ars`` (or ``/cmaes``);
+        the start and the end scored on the held-out episodes, the better kept."""
+        from distill.cmaes import search_for
 
-        ckpt = Path(self.checkpoint_dir) / "ars" if self.checkpoint_dir is not None else None
+        ckpt = Path(self.checkpoint_dir) / self.search if self.checkpoint_dir is not None else None
         t0 = time.perf_counter()
         first = {"step": 0, **self._score(student, env_fn), "seconds": 0.0}
-        ars = ARS(seed=self.seed, checkpoint_dir=ckpt, **teacher_ars_settings(teacher))
-        again = resume and ckpt is not None and (ckpt / ARS_STATE).is_file()
-        saved = json.loads((ckpt / ARS_STATE).read_text()) if again else None  # type: ignore[operator]
+        ars = search_for(self.search, teacher, seed=self.seed, checkpoint_dir=ckpt)
+        again = resume and ckpt is not None and (ckpt / ars.state_file).is_file()
+        saved = json.loads((ckpt / ars.state_file).read_text()) if again else None  # type: ignore[operator]
         earlier = float(saved["history"][-1]["seconds"]) if saved and saved["history"] else 0.0
 
         def forward(row: dict[str, Any]) -> None:

@@ -28,7 +28,7 @@ __all__ = ["ScratchTrainer"]
 
 #: The algorithms that train a mixture actor (``interp-rl train --policy moe``), and ARS, which searches any kind
 #: that starts from zeros (a linear policy: ``interp-rl train --algo ars --policy linear``).
-SCRATCH_ALGOS = ("sac", "ppo", "a2c", "trpo", "ars")
+SCRATCH_ALGOS = ("sac", "ppo", "a2c", "trpo", "ars", "cmaes")
 
 
 class ScratchTrainer(BaseEstimator):
@@ -38,10 +38,11 @@ class ScratchTrainer(BaseEstimator):
     ----------
     n_steps : int, default=0
         Environment steps (0: off; the method distils as usual).
-    algo : {'sac', 'ppo', 'a2c', 'trpo', 'ars'}, default='sac'
+    algo : {'sac', 'ppo', 'a2c', 'trpo', 'ars', 'cmaes'}, default='sac'
         The RL algorithm (SMOSE used SAC), with the toolkit's shipped hyperparameters for the task. ``'ars'``
         is augmented random search over the student's own kind from all zeros (:class:`distill.ars.ARS` with
-        the task's settings, one process), for kinds that can start from nothing (a linear policy).
+        the task's settings, one process), for kinds that can start from nothing (a linear policy); ``'cmaes'``
+        searches the same numbers by CMA-ES (:class:`distill.cmaes.CMAES`).
     seed : int, default=0
         Seeds the environments, the networks and the exploration.
     eval_episodes : int, default=5
@@ -84,7 +85,7 @@ class ScratchTrainer(BaseEstimator):
         from interp_rl.program import load_controller
 
         self._validate_params()
-        if self.algo == "ars":
+        if self.algo in ("ars", "cmaes"):
             return self._fit_ars(student, teacher, Path(checkpoint_dir), resume, progress)
         if getattr(student, "n_experts", None) is None:  # what SB3 trains here: a mixture actor of n experts
             raise InterpRLError(f"RL from scratch trains mixtures of linear experts; this method's student is a "
@@ -124,8 +125,10 @@ class ScratchTrainer(BaseEstimator):
 
     def _fit_ars(self, student: Any, teacher: Teacher, run: Path, resume: bool,
                  progress: Callable[[dict[str, Any]], None] | None) -> ScratchTrainer:
-        """``algo='ars'``: :func:`distill.ars.run_ars_job` from the student's kind at zero, in ``run``."""
-        from distill.ars import ARS, run_ars_job, teacher_ars_settings
+        """``algo='ars'`` or ``'cmaes'``: :func:`distill.ars.run_ars_job` from the student's kind at zero, in
+        ``run``."""
+        from distill.ars import run_ars_job
+        from distill.cmaes import search_for
         from interp_rl.program import PROGRAMS, load_controller
 
         kind = getattr(student, "program_kind", None)
@@ -146,8 +149,8 @@ class ScratchTrainer(BaseEstimator):
                 progress({"phase": "scratch", "step": row["env_steps"], "total": self.n_steps,
                           "return_mean": row["return_mean"]})
 
-        ars = ARS(seed=self.seed, **teacher_ars_settings(teacher))
-        metrics = run_ars_job(ars, kind, env_fn, run, steps=self.n_steps, task=teacher.task,
+        search = search_for(self.algo, teacher, seed=self.seed)
+        metrics = run_ars_job(search, kind, env_fn, run, steps=self.n_steps, task=teacher.task,
                               resume=resume and (run / "checkpoint").is_dir(), eval_episodes=self.eval_episodes,
                               progress=tell)
         self.history_ = [{"step": h["env_steps"], "eval_return": None, "recent_return": h["return_mean"],
