@@ -82,6 +82,20 @@ class Ours:
         """The worst evaluation episode over every seed."""
         return float(min(min(r["student"]["returns"]) for r in self.records))
 
+    def command(self) -> str:
+        """The command that makes this group's cells again (into its suite's committed results folder)."""
+        first = self.records[0]
+        suite, cell = first.get("suite") or "SUITE", first["cell"]
+        seeds = ",".join(str(s) for s in sorted({int(r["cell"]["seed"]) for r in self.records}))
+        return (f"interp-rl bench --suite {suite} --out benchmarks/results/{suite} --methods {cell['method']} "
+                f"--only-teachers {cell['teacher']} --seeds {seeds}")
+
+    def wall_minutes(self) -> tuple[float, float]:
+        """The fewest and the most minutes one seed's cell took to make its controller (distillation, search or
+        training, fine-tuning included), as its record measured them."""
+        mins = [float(r.get("distill_seconds") or 0.0) / 60 for r in self.records]
+        return min(mins), max(mins)
+
     def failures(self, threshold: float) -> tuple[int, int]:
         """Episodes below ``threshold`` and episodes counted: the failure-rate episodes where a record has them."""
         bad = total = 0
@@ -255,3 +269,14 @@ def peers_section(ctx: ReportContext, doc: Document) -> None:
     doc.table(["task", "budget", "ours: best group", "parameters", "mean return [per seed]", "worst episode",
                "episodes below half the peer's", "best peer within the budget", "verdict", "margin",
                "env (ours / peer)"], rows)
+    made = {id(p): p for task in tasks for b in BUDGETS if (p := best_within(ours.get(task, []), b)) is not None}
+    if made:
+        doc.p("How each of these points was made: the wall time one seed's cell took to make its controller "
+              "(distillation, search or training, fine-tuning included; fewest and most minutes over the seeds, on "
+              "the cores of the machine its records name), and the command that makes the group's cells again.")
+        doc.table(["task", "ours", "seeds", "minutes per seed", "cores", "command"], [
+            [p.task, f"{p.method} {p.size} ({p.teacher})", str(len(p.records)),
+             "{:.0f}–{:.0f}".format(*p.wall_minutes()) if round(p.wall_minutes()[0]) != round(p.wall_minutes()[1])
+             else f"{p.wall_minutes()[0]:.0f}",
+             str(p.records[0].get("distill_cores") or (p.records[0].get("machine") or {}).get("cpus") or "–"),
+             f"`{p.command()}`"] for p in made.values()])
