@@ -24,7 +24,8 @@ def _rec(teacher: str, method: str, seed: int, params: int, returns: list[float]
             "teacher": {"return_mean": 10000.0, "returns": [10000.0]},
             "student": {"return_mean": mean, "returns": returns},
             "failures": {"threshold": 5000.0, "returns": fails} if fails is not None else None,
-            "details": {}, "config": {}, "size": {"parameters": params}}
+            "details": {}, "config": {}, "size": {"parameters": params}, "suite": "smose",
+            "distill_seconds": 600.0 + 60 * seed, "distill_cores": 2}
 
 
 def test_the_shipped_peer_file_holds_the_issues_numbers_and_the_zoo_on_v5() -> None:
@@ -88,8 +89,11 @@ def test_the_peers_section_plots_each_task_and_tables_every_budget(tmp_path: Pat
     ANALYSES["peers"](ctx, doc)
     md = doc.markdown()
     assert list(images) == ["peers-HalfCheetah.png"] and images["peers-HalfCheetah.png"][:4] == b"\x89PNG"
-    rows = [line for line in md.splitlines() if line.startswith("| HalfCheetah |")]
+    rows = [line for line in md.splitlines() if line.startswith("| HalfCheetah | ≤ ")]
     assert len(rows) == len(BUDGETS)
+    made = [line for line in md.splitlines() if line.startswith("| HalfCheetah | moe-rl 8 (HC-SAC) |")]
+    assert made == ["| HalfCheetah | moe-rl 8 (HC-SAC) | 3 | 10–12 | 2 | `interp-rl bench --suite smose --out "
+                    "benchmarks/results/smose --methods moe-rl --only-teachers HC-SAC --seeds 0,1,2` |"]
     assert re.search(r"\| HalfCheetah \| ≤ 1,000 \| moe-rl 8 \(HC-SAC, 10000\) \| 960 \| 7000\.0 \[7000, 7000, 7000\] "
                      r"\| 7000\.0 \| 0\.0% \(0 of 300\) \| SMoSE .*: 7310 \(1000 params, -v4\) \| behind \| -4\.2% "
                      r"\| -v5 / -v4 \|", md)
@@ -100,8 +104,8 @@ def test_a_suite_method_can_run_on_some_of_its_teachers_only(tmp_path: Path) -> 
     frontier_suite = load_suite("frontier")
     assert [c.id for c in frontier_suite.cells(seeds=[0])] == [
         "HalfCheetah-SAC__ars-12m-17__seed0", "Hopper-SAC__ars-7m-11__seed0", "Hopper-SAC__linear-16__seed0",
-        "Hopper-SAC__linear-ars-7m-16__seed0", "Swimmer-SAC__ars-2m-8__seed0", "Swimmer-SAC__linear-16__seed0",
-        "Swimmer-SAC__linear-ars-2m-16__seed0"]
+        "Hopper-SAC__linear-ars-7m-16__seed0", "Hopper-SAC__cmaes-7m-11__seed0", "Swimmer-SAC__ars-2m-8__seed0",
+        "Swimmer-SAC__linear-16__seed0", "Swimmer-SAC__linear-ars-2m-16__seed0", "Swimmer-SAC__cmaes-2m-8__seed0"]
     smose = load_suite("smose")
     assert smose.cells(methods=["moe-sac-1m"], seeds=[0]) == [Cell("HalfCheetah-SAC", "moe-sac-1m", 8, 0),
                                                               Cell("Walker2d-SAC", "moe-sac-1m", 8, 0)]
