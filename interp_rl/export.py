@@ -192,7 +192,36 @@ def to_python(controller: Controller) -> str:
         lines.append(ret)
     else:
         lines += ["    return [", *(f"        {c}," for c in clipped), "    ]"]
+    lines += _python_play(controller)
     return "\n".join(lines) + "\n"
+
+
+def _class_action(controller: Controller) -> str:
+    info = controller.metadata.get("classes") or {}
+    action = info.get("action") or {}
+    name, unit = action.get("name") or "the class", action.get("unit")
+    return f"{name} [{unit}]" if unit else name
+
+
+def _python_play(controller: Controller) -> list[str]:
+    """``CLASSES`` and ``play(obs)``, for a controller whose actions are one score per class of a discrete action."""
+    values = controller.class_values
+    if values is None:
+        return []
+    return [
+        "",
+        "",
+        f"# The class each action's score stands for: the controller plays {comment(_class_action(controller))} =",
+        "# CLASSES[i] of the highest score (the first of equal ones).",
+        *_python_tuple("CLASSES", values),
+        "",
+        "",
+        "def play(obs: list[float]):",
+        '    """The class value the controller plays for one observation: that of the highest score of act(obs), the',
+        '    first of equal ones."""',
+        "    scores = act(obs)",
+        "    return CLASSES[max(range(ACT_DIM), key=lambda i: (scores[i], -i))]",
+    ]
 
 
 def _python_tuple(name: str, items: list[str]) -> list[str]:
@@ -346,8 +375,8 @@ def to_c(controller: Controller) -> str:
         if not math.isinf(high):
             lines.append(f"    if (y{i} > {lit(high)}) y{i} = {lit(high)};")
     lines += [f"    action[{i}] = y{i};" for i in range(act_dim)]
+    lines += ["}", *_c_play(controller)]
     lines += [
-        "}",
         "",
         "#ifdef INTERP_RL_MAIN",
         "#include <stdio.h>",
@@ -378,6 +407,33 @@ def to_c(controller: Controller) -> str:
         "#endif",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _c_play(controller: Controller) -> list[str]:
+    """``CLASSES`` and ``double play(const double *obs)``, for a controller of class scores with numeric classes."""
+    values = controller.class_values
+    if values is None or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return []
+    return [
+        "",
+        f"/* The class each action's score stands for: the controller plays {comment(_class_action(controller))} =",
+        " * CLASSES[i] of the highest score (the first of equal ones). */",
+        f"static const double CLASSES[ACT_DIM] = {{{', '.join(lit(float(v)) for v in values)}}};",
+        "",
+        "double play(const double *obs);",
+        "",
+        "double play(const double *obs)",
+        "{",
+        "    double y[ACT_DIM];",
+        "    int i, best = 0;",
+        "",
+        "    act(obs, y);",
+        "    for (i = 1; i < ACT_DIM; ++i)",
+        "        if (y[i] > y[best])",
+        "            best = i;",
+        "    return CLASSES[best];",
+        "}",
+    ]
 
 
 # ------------------------------------------------------------------------------ ONNX

@@ -537,6 +537,47 @@ class Controller:
         """The program's size figures (``parameters``, ``nonzero_terms``, ...)."""
         return self.program.size()
 
+    @property
+    def class_values(self) -> list[Any] | None:
+        """The value of each class, when the controller outputs one score per class of a discrete action (learnt
+        from a log, whose metadata names them) and plays the class with the highest score; ``None`` otherwise."""
+        info = self.metadata.get("classes")
+        values = info.get("values") if isinstance(info, dict) else None
+        return list(values) if isinstance(values, list) and len(values) == self.program.act_dim else None
+
+    def played_class(self, scores: Any, *, precision: int = 3) -> str | None:
+        """What a piece with these constant (clipped) scores plays, for a reader: ``heating_setpoint = 22 °C``, the
+        runner-up added where it comes within 0.25 of the winner's score (``ties go to the first``); ``None`` for a
+        controller that plays no classes.
+
+        >>> from interp_rl.kinds.linear import LinearProgram
+        >>> ctrl = Controller(LinearProgram(intercept=[0.0, 0.0, 0.0], coef=np.zeros((3, 1))), features=["t"],
+        ...                   actions=["sp=20", "sp=21", "sp=22"],
+        ...                   metadata={"classes": {"action": {"name": "sp", "unit": "°C"}, "values": [20, 21, 22]}})
+        >>> ctrl.played_class([0.1, 0.9, 0.0]), ctrl.played_class([0.4, 0.6, 0.0])
+        ('sp = 21 °C', 'sp = 21 °C (runner-up 20 °C: 0.400 against 0.600)')
+        >>> ctrl.played_class([0.5, 0.5, 0.0])
+        'sp = 20 °C (tied with 21 °C at 0.500: the first plays)'
+        """
+        values = self.class_values
+        if values is None:
+            return None
+        info = self.metadata["classes"]
+        action = info.get("action") or {}
+        name, unit = action.get("name") or "class", action.get("unit") or ""
+        s = np.asarray(scores, dtype=np.float64).ravel()
+        order = np.argsort(-s, kind="stable")  # the first of equal scores first, as the controller plays
+        shown = [f"{values[i]:g}{' ' + unit if unit else ''}" if isinstance(values[i], int | float)
+                 else f"{values[i]}{' ' + unit if unit else ''}" for i in range(len(values))]
+        text = f"{name} = {shown[order[0]]}"
+        if len(s) > 1:
+            best, second = s[order[0]], s[order[1]]
+            if second == best:
+                text += f" (tied with {shown[order[1]]} at {best:.{precision}f}: the first plays)"
+            elif best - second < 0.25:
+                text += f" (runner-up {shown[order[1]]}: {second:.{precision}f} against {best:.{precision}f})"
+        return text
+
     def check_obs(self, obs: Any) -> tuple[np.ndarray, bool]:
         """``(obs_2d, was_single)``: ``obs`` checked for size and finiteness, naming the features."""
         return check_observations(

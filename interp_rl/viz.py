@@ -157,11 +157,13 @@ def dot_label(lines: Sequence[str], *, left: bool = False) -> str:
     return '"' + sep.join(_esc(line) for line in lines) + (sep if left else "") + '"'
 
 
-def dot_header(controller: Controller, *, title: str | None, fmt: Any, rankdir: str | None = None) -> list[str]:
-    """Opening lines every kind's picture shares: the caption (title and action clipping) and fonts."""
+def dot_header(controller: Controller, *, title: str | None, fmt: Any, rankdir: str | None = None,
+               clip: bool = True) -> list[str]:
+    """Opening lines every kind's picture shares: the caption (title and action clipping, unless ``clip`` is
+    False: pieces that name the class they play) and fonts."""
     out = ["digraph controller {"] + ([f"  rankdir={rankdir};"] if rankdir else [])
     caption = [title] if title else []
-    note = controller.program.clip_note(controller, fmt)
+    note = controller.program.clip_note(controller, fmt) if clip else None
     if note:
         caption.append(note)
     units = unit_note(controller.actions)

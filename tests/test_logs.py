@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import shutil
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -138,7 +141,19 @@ def test_the_controller_plays_whole_degree_setpoints_and_learnt_the_rules(tree_f
     np.testing.assert_array_equal(np.array([act(list(x)) for x in X[:50]]), ctrl.predict(X[:50]))
     note = ("The controller plays heating_setpoint [°C] = the class with the highest score (15, 16, 17, 18, 19, 20, "
             "21 or 22; ties: the first).")
-    assert (out / "rules.txt").read_text().splitlines()[-1] == note
+    rules = (out / "rules.txt").read_text().splitlines()
+    assert rules[-1] == note
+    # each constant leaf names the setpoint it plays (never its eight scores), the runner-up only where close
+    leaves = [line for line in rules if "--- leaf " in line]
+    assert len(leaves) == 8 and not any("[score]" in line for line in rules)
+    assert all(re.search(r"leaf \d: heating_setpoint = (1[5-9]|2[0-2]) °C( \(.*\))?   \(", line) for line in leaves)
+    played = [int(re.search(r"heating_setpoint = (\d+) °C", line).group(1)) for line in leaves]
+    assert set(class_values(ctrl, X).tolist()) <= set(played)
+    # the exports play the class too: play(obs) is the class of the highest score, as class_values
+    module = {}
+    exec((out / "controller.py").read_text(), module)
+    assert [module["play"](list(x)) for x in X[:200]] == class_values(ctrl, X[:200]).tolist()
+    assert "# leaf 1 of 8: plays heating_setpoint = " in (out / "controller.py").read_text()
     with np.load(out / "distillation.npz", allow_pickle=False) as evidence:
         assert evidence["observations"].shape == (metrics["split"]["train_rows"], 7)
 
@@ -176,10 +191,25 @@ def test_inspect_and_export_commands_take_the_controller(tree_from_csv: tuple[Pa
     assert stdout.splitlines()[-1].startswith("The controller plays heating_setpoint [°C] = the class")
     code, stdout, stderr = _run("viz", out, "--obs", "12,5,70,3,500,1,24.5", "--out", tmp_path / "tree.dot")
     assert code == 0, stderr
-    assert "zone_temperature = 24.5 °C > " in stdout and "heating_setpoint=20 [score] = 1" in stdout
+    assert "zone_temperature = 24.5 °C > " in stdout and "  plays heating_setpoint = 20 °C" in stdout
+    assert "[score]" not in (tmp_path / "tree.dot").read_text() and "heating_setpoint = 20 °C" in (
+        tmp_path / "tree.dot").read_text()
     code, _, stderr = _run("export", out, "--format", "c", "--out", tmp_path / "fw")
     assert code == 0, stderr
-    assert "obs[6] = zone_temperature [°C]" in (tmp_path / "fw" / "controller.c").read_text()
+    c_src = (tmp_path / "fw" / "controller.c").read_text()
+    assert "obs[6] = zone_temperature [°C]" in c_src and "double play(const double *obs)" in c_src
+    if shutil.which("gcc"):  # the C play() gives the class the controller plays
+        X = building_log(n_days=2, seed=3)[load_controller(out).feature_names].to_numpy(dtype=float)
+        driver = tmp_path / "fw" / "main.c"
+        driver.write_text('#include <stdio.h>\ndouble play(const double *obs);\nint main(void) {\n'
+                          '  double obs[7]; int i;\n  while (scanf("%lf", &obs[0]) == 1) {\n'
+                          '    for (i = 1; i < 7; ++i) if (scanf("%lf", &obs[i]) != 1) return 1;\n'
+                          '    printf("%g\\n", play(obs));\n  }\n  return 0;\n}\n')
+        exe = tmp_path / "fw" / "play"
+        subprocess.run(["gcc", "-O2", "-o", str(exe), str(driver), str(tmp_path / "fw" / "controller.c")], check=True)
+        done = subprocess.run([str(exe)], input="\n".join(" ".join(repr(float(v)) for v in x) for x in X), text=True,
+                              capture_output=True, check=True)
+        assert [int(float(v)) for v in done.stdout.split()] == class_values(load_controller(out), X).tolist()
     code, _, stderr = _run("evaluate", out)
     assert code == 1
     assert stderr.strip().startswith(f"Error: The controller was learnt from the log '{out.parent.parent}")

@@ -278,6 +278,17 @@ class TreeProgram(ProgramBase):
         row = self.coef[node, out]
         return [(int(j), float(row[j])) for j in np.flatnonzero(row)]
 
+    def _leaf_class(self, controller: Controller, node: int, precision: int = 3) -> str | None:
+        """What a constant leaf plays when the actions are class scores (``heating_setpoint = 22 °C``); ``None``
+        for a leaf whose scores depend on the state, or a controller of plain actions."""
+        if controller.class_values is None or np.any(self.coef[node]):
+            return None
+        return controller.played_class(self.clip(self.intercept[node][None, :])[0], precision=precision)
+
+    def _all_classes(self, controller: Controller) -> bool:
+        """Every leaf plays one class (constant class scores): a reader is told the class, not the scores."""
+        return controller.class_values is not None and not np.any(self.coef[self.is_leaf])
+
     def leaf_numbers(self) -> dict[int, int]:
         """``{node id: 1, 2, ...}``: leaves numbered from left to right, as people count them."""
         return {node: i + 1 for i, node in enumerate(n for n in self._preorder() if self.is_leaf[n])}
@@ -479,7 +490,7 @@ class TreeProgram(ProgramBase):
                 if leaf_text is not None:
                     lines.append(f"{bar}{leaf_text(node)}{share}")
                     continue
-                text = ", ".join(
+                text = self._leaf_class(controller, node, precision) or ", ".join(
                     f"{a.label} = {self._expr(node, o, names, fmt)}" for o, a in enumerate(controller.actions)
                 )
                 lines.append(f"{bar}leaf {number[node]}: {text}{share}")
@@ -494,7 +505,7 @@ class TreeProgram(ProgramBase):
                     (int(self.left[node]), indent + 1),
                     f"{bar}{label} <= {thr}",
                 ]
-        note = self.clip_note(controller, fmt) if leaf_text is None else None
+        note = self.clip_note(controller, fmt) if leaf_text is None and not self._all_classes(controller) else None
         if note:
             lines.append(note)
         return "\n".join(lines)
@@ -525,6 +536,9 @@ class TreeProgram(ProgramBase):
         share = self._share(leaf)
         lines.append(f"→ leaf {self.leaf_numbers()[leaf]} of {self.n_leaves}"
                      + (f" ({share} of data)" if share else ""))
+        if (played := self._leaf_class(controller, leaf, precision)) is not None:
+            lines.append(f"  plays {played}")
+            return "\n".join(lines)
         raw = self.leaf_actions(x[None, :], np.array([leaf]))[0]
         clipped = self.clip(raw)
         for out, action in enumerate(controller.actions):
@@ -626,7 +640,7 @@ class TreeProgram(ProgramBase):
                 extra[node].append(f"visits {p}% ({cg.count(float(v))})")
                 fill[node] = _shade(v / peak if peak > 0 else 0.0)
 
-        out = dot_header(controller, title=title, fmt=fmt)
+        out = dot_header(controller, title=title, fmt=fmt, clip=not self._all_classes(controller))
 
         parent = {int(c): p for p in range(self.n_nodes) for c in (self.left[p], self.right[p]) if c >= 0}
         for node in drawn:
@@ -636,7 +650,12 @@ class TreeProgram(ProgramBase):
                 if (up, node) in path_edges:
                     attrs |= {"color": _HIGHLIGHT, "penwidth": "2.5"}
                 out.append(f"  n{up} -> n{node} {dot_attrs(attrs)};")
-            if self.is_leaf[node]:
+            if self.is_leaf[node] and (played := self._leaf_class(controller, node, precision)) is not None:
+                lines = [f"leaf {number[node]}", played]
+                share = self._share(node)
+                lines += [f"{share} of data"] if share else []
+                style = '"rounded,filled"'
+            elif self.is_leaf[node]:
                 lines = [f"leaf {number[node]}"]
                 for o, a in enumerate(controller.actions):
                     lines += _wrapped(f"{a.label} = ", self._expr(node, o, names, fmt, max_terms))
@@ -715,6 +734,8 @@ class TreeProgram(ProgramBase):
                 lines += leaf_lines(node, ind)
             else:
                 tag = f"leaf {number[node]} of {self.n_leaves}"
+                if (played := self._leaf_class(controller, node)) is not None:
+                    tag += f": plays {cg.comment(played)}"
                 lines.append(f"{ind}# {tag}" if python else f"{ind}/* {tag} */")
                 for out in range(self.act_dim):
                     parts = cg.affine_parts(self.intercept[node, out], self.leaf_terms(node, out))
