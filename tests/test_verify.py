@@ -508,10 +508,10 @@ def test_building_log_end_to_end_distil_verify_repair_verify(tmp_path: Path) -> 
     cex = next(v for v in before["verdicts"] if v["name"] == "occupied and hot: never raised")["counterexample"]
     assert cex["state"]["occupancy"] >= 0.5 and cex["state"]["zone_temperature"] > 23.5
     assert cex["action"]["heating_setpoint"] > 20
-    res = runner.invoke(app, ["verify", str(tmp_path / "tree"), "--properties", str(props), "--repair", "--out",
-                              str(tmp_path / "repaired")])
+    res = runner.invoke(app, ["verify", str(tmp_path / "tree"), "--properties", str(props), "--repair",
+                              "--repair-by", "whole", "--out", str(tmp_path / "repaired")])
     assert res.exit_code == 0, res.output
-    assert "No simulator for building-heating" in res.output and "distillation rows before" in res.output
+    assert "No simulator for building-heating" in res.output and "distillation rows" in res.output
     fixed = load_controller(tmp_path / "repaired")
     again = verify(fixed, props)
     assert [v.status for v in again.verdicts] == ["proved"] * 3
@@ -520,6 +520,26 @@ def test_building_log_end_to_end_distil_verify_repair_verify(tmp_path: Path) -> 
                                                                                    old.threshold)
     from interp_rl.logs import class_values
 
-    X = np.load(tmp_path / "tree/distillation.npz")["observations"]
+    data = np.load(tmp_path / "tree/distillation.npz")
+    X, logged = data["observations"], np.argmax(data["actions"], axis=1)
     played = class_values(fixed, X)
     assert set(np.unique(played)) <= set(range(15, 23))
+
+    # Cutting the failing leaves at zone_temperature > 23.5 instead: the same rules proved, the cold part of each
+    # leaf left alone, so it plays the logged setpoint far more often than refitting whole leaves (issue 45).
+    res = runner.invoke(app, ["verify", str(tmp_path / "tree"), "--properties", str(props), "--repair", "--out",
+                              str(tmp_path / "cut")])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "Repair by cutting: cut leaf 2 at zone_temperature > 23.5 °C" in text
+    assert "Repair by refitting whole pieces: refitted leaf 2, leaf 6, leaf 7; 3 of 3 proved after" in text
+    cut = load_controller(tmp_path / "cut")
+    assert [v.status for v in verify(cut, props).verdicts] == ["proved"] * 3
+    assert cut.program.n_leaves > old.n_leaves and "cut" in cut.metadata
+    same = {name: float(np.mean(np.argmax(c.predict(X), axis=1) == logged))
+            for name, c in (("before", load_controller(tmp_path / "tree")), ("whole", fixed), ("cut", cut))}
+    assert same["cut"] >= same["before"] - 0.01 and same["whole"] < same["cut"] - 0.1, same
+    assert f"after: plays the logged class on {100 * same['cut']:.1f}% of its {len(X)} distillation rows" in text
+    res = runner.invoke(app, ["verify", str(tmp_path / "tree"), "--properties", str(props), "--repair",
+                              "--repair-by", "nope", "--out", str(tmp_path / "x")])
+    assert res.exit_code == 1 and "--repair-by must be one of best, whole, split. Got 'nope' instead." in res.output

@@ -62,6 +62,11 @@ def verify(
     repair: Annotated[bool, typer.Option(
         "--repair", help="Refit the pieces that break a property on the controller's distillation data, verify "
                          "again, and write the repaired controller to --out.")] = False,
+    repair_by: Annotated[str, typer.Option(
+        "--repair-by", help="With --repair: 'whole' (refit each failing piece on its whole region), 'split' (a "
+                            "tree's failing leaves first cut along the property's one-feature conditions, only the "
+                            "part inside refitted) or 'best' (both, the proved one that keeps more fidelity to the "
+                            "data).")] = "best",
     episodes: Annotated[int, typer.Option(
         help="With --repair: episodes to compare the returns before and after (0: none).")] = 20,
     seed: Annotated[int, typer.Option(help="Seed of the teacher's search; with --repair, of the first comparison "
@@ -82,6 +87,8 @@ def verify(
     from interp_rl.verify import verify as run_verify
     from interp_rl.verify.classes import class_view
 
+    if repair_by not in REPAIRS:
+        raise InterpRLError(f"--repair-by must be one of {', '.join(REPAIRS)}. Got {repair_by!r} instead.")
     ctrl = load_controller(controller)
     view = class_view(ctrl) or ctrl  # a discrete action: the rules speak of the class played
     props = load_properties(properties, features=view.features, actions=view.actions)
@@ -113,7 +120,8 @@ def verify(
     if repair and counts["refuted"]:
         if out_dir is None:
             raise InterpRLError("--repair writes the repaired controller: give --out FOLDER.")
-        result = _repair(ctrl, controller, result, props, visited, bounds, only, out_dir, episodes, seed, neural)
+        result = _repair(ctrl, controller, result, props, visited, bounds, only, out_dir, episodes, seed, neural,
+                         repair_by)
         counts = result.counts()
     if counts["refuted"]:
         raise typer.Exit(REFUTED_EXIT)
@@ -130,34 +138,78 @@ def _teacher(path: str, algo: str | None, ctrl: Any) -> Any:
     return load_teacher(path, env=ctrl.task or None, algo=algo)
 
 
-def _repair(ctrl: Any, path: Path, result: Any, props: Any, visited: Any, bounds: Any, only: Any, out_dir: Path,
-            episodes: int, seed: int, neural: Any = None) -> Any:
+REPAIRS = ("best", "whole", "split")
+
+
+def _fidelity(ctrl: Any, data: Any) -> tuple[float, str]:
+    """How closely ``ctrl`` follows its distillation data, higher is better, and as a reader is told it: the share
+    of rows where it plays the logged class (a discrete action), else minus the weighted mean squared error."""
     import numpy as np
 
+    from interp_rl.verify.classes import class_view
+
+    if class_view(ctrl) is not None:
+        same = float(np.mean(np.argmax(ctrl.predict(data.observations), axis=1) == np.argmax(data.actions, axis=1)))
+        return same, f"plays the logged class on {100 * same:.1f}% of its {len(data.actions)} distillation rows"
+    w = np.ones(len(data.actions)) if data.weights is None else np.asarray(data.weights, dtype=np.float64)
+    err = float(w @ ((ctrl.predict(data.observations) - data.actions) ** 2).mean(axis=1) / max(w.sum(), 1e-12))
+    return -err, f"mean squared error {err:.4g} on its {len(data.actions)} distillation rows"
+
+
+def _refit(result: Any, data: Any) -> Any:
+    """:func:`~interp_rl.verify.repair.repair` (or, for a controller of classes, its class-choosing form)."""
+    from interp_rl.verify.classes import ClassView, repair_classes
+    from interp_rl.verify.repair import RepairResult, repair
+
+    if not any(v.status == "refuted" for v in result.verdicts):
+        return RepairResult(result.controller.metadata.get("scores", result.controller)
+                            if isinstance(result.controller.program, ClassView) else result.controller)
+    if isinstance(result.controller.program, ClassView):
+        return repair_classes(result, data.observations, data.actions, data.weights)
+    return repair(result.controller, result, data.observations, data.actions, data.weights)
+
+
+def _repair(ctrl: Any, path: Path, result: Any, props: Any, visited: Any, bounds: Any, only: Any, out_dir: Path,
+            episodes: int, seed: int, neural: Any = None, repair_by: str = "best") -> Any:
     from interp_rl.evidence import load_data
     from interp_rl.verify import verify as run_verify
-    from interp_rl.verify.classes import ClassView, class_view, repair_classes
-    from interp_rl.verify.repair import repair
+    from interp_rl.verify.cuts import cut_leaves
 
     data = load_data(path)
-    if isinstance(result.controller.program, ClassView):
-        fixed = repair_classes(result, data.observations, data.actions, data.weights)
-    else:
-        fixed = repair(ctrl, result, data.observations, data.actions, data.weights)
-    again = run_verify(fixed.controller, result.properties, states=visited, task_bounds=bounds, names=only,
-                       teacher=neural, seed=seed)
+
+    def check(c: Any) -> Any:
+        return run_verify(c, result.properties, states=visited, task_bounds=bounds, names=only, teacher=neural,
+                          seed=seed)
+
+    tried = []  # (name, repair result, its verification, the cuts made)
+    cut = cut_leaves(result, data.observations, data.weights) if repair_by != "whole" else None
+    if cut is not None:
+        fixed = _refit(check(cut[0]), data)
+        tried.append(("split", fixed, check(fixed.controller), cut[1]))
+    elif repair_by == "split":
+        out.print("Nothing to cut (not a tree, or no failing leaf straddles a one-feature condition of the "
+                  "properties): the failing pieces are refitted whole.", markup=False)
+    if repair_by != "split" or cut is None:
+        fixed = _refit(result, data)
+        tried.append(("whole", fixed, check(fixed.controller), []))
+    before = _fidelity(ctrl, data)
+    for _, fixed, again, made in tried:
+        proved = again.counts()["proved"]
+        how = (f"cut {', '.join(made)}" + (f", then refitted the cut tree's {', '.join(fixed.pieces)}"
+                                            if fixed.pieces else "") if made else f"refitted {', '.join(fixed.pieces)}")
+        out.print(f"Repair by {'cutting' if made else 'refitting whole pieces'}: {how}; {proved} of "
+                  f"{len(again.verdicts)} proved after; {_fidelity(fixed.controller, data)[1]} "
+                  f"({fixed.controller.program.size()['parameters']} parameters).", markup=False)
+    _, fixed, again, made = max(tried, key=lambda t: (t[2].counts()["proved"], _fidelity(t[1].controller, data)[0]))
     fixed.controller.save(Path(out_dir) / "controller.json")
-    out.print(f"Repaired {', '.join(fixed.properties)} by refitting {', '.join(fixed.pieces)} (squared error on "
-              f"their data {fixed.fit_before:.4g} -> {fixed.fit_after:.4g}).", markup=False)
+    refuted = ", ".join(v.name for v in result.verdicts if v.status == "refuted")
+    cuts = f"cutting {', '.join(made)} and then " if made else ""
+    chosen = " (of the two, the one proving more and keeping more fidelity)" if len(tried) > 1 else ""
+    out.print(f"Repaired {refuted} by {cuts}refitting {', '.join(fixed.pieces) or 'no piece'} (squared error on "
+              f"their data {fixed.fit_before:.4g} -> {fixed.fit_after:.4g}){chosen}.", markup=False)
     for v in again.verdicts:
         out.print(f"  after repair: {v.name}: {v.status}", markup=False)
-    view_old, view_new = (class_view(c) for c in (ctrl, fixed.controller))
-    if view_old is not None and view_new is not None:  # a discrete action: how often it still plays the logged class
-        logged = np.argmax(data.actions, axis=1)
-        same = [float(np.mean(np.argmax(c.predict(data.observations), axis=1) == logged))
-                for c in (ctrl, fixed.controller)]
-        out.print(f"Plays the logged class on {100 * same[0]:.1f}% of its {len(logged)} distillation rows before, "
-                  f"{100 * same[1]:.1f}% after.", markup=False)
+    out.print(f"Fidelity before: {before[1]}; after: {_fidelity(fixed.controller, data)[1]}.", markup=False)
     simulated = episodes > 0
     if simulated and isinstance(ctrl.metadata.get("log"), dict):
         from envs import resolve_task

@@ -153,7 +153,7 @@ def repair_classes(verification: Any, observations: np.ndarray, targets: np.ndar
     """Repair a class view's refuted properties by choosing the class some pieces of the scores play.
 
     A piece that breaks a ``rule`` or ``range`` property plays, on its whole region, the class that keeps every
-    such property and that its data shows most. Where a ``monotone`` property breaks as the feature crosses from
+    such property and that its data shows most (with no data, the one nearest in value to the class it played). Where a ``monotone`` property breaks as the feature crosses from
     one piece into the next, the later piece plays the earlier one's class (if that keeps the rules); this repeats
     until the properties are proved or ``rounds`` pass. Each chosen class is made to win by ``margin`` throughout
     the piece's region by refitting that piece's scores (:func:`interp_rl.verify.repair.repair`); the structure is
@@ -195,7 +195,11 @@ def repair_classes(verification: Any, observations: np.ndarray, targets: np.ndar
                     if not allowed:
                         continue
                     share = [float(w[assign == q] @ targets[assign == q, c]) for c in allowed]
-                    best = allowed[int(np.argmax(share))]
+                    # the class its data shows most; without data (a corner no row reached), the allowed class
+                    # nearest in value to the one the piece plays now
+                    now = int(np.argmax(current.program.clip(base.intercept[q][None, :])[0]))
+                    best = max(zip(allowed, share, strict=True),
+                               key=lambda cs: (cs[1], -abs(float(view.values[cs[0]] - view.values[now]))))[0]
                     changed |= forced.get(q) != best
                     forced[q] = best
             elif prop.kind == "monotone" and v.counterexample is not None:
