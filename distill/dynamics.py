@@ -55,6 +55,8 @@ __all__ = [
 
 FORMAT = "interp-rl-dynamics"
 FORMAT_VERSION = 1
+#: The loop's agent, after every round: its training state as arrays and JSON (:mod:`envs.agent_state`).
+AGENT_FILE = "agent.npz"
 RewardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
@@ -70,9 +72,12 @@ class TaskLike(Protocol):
 
 
 class AgentMaker(Protocol):
-    """Makes (``new(env, seed)``) and loads (``load(path, env)``) the RL agents trained in the loop."""
+    """Makes (``new(env, seed)``), saves (``save(agent, path)``: no pickles) and loads (``load(path, env)``) the RL
+    agents trained in the loop."""
 
     def new(self, env: gym.Env, seed: int) -> Any: ...
+
+    def save(self, agent: Any, path: str | Path) -> None: ...
 
     def load(self, path: str, env: gym.Env) -> Any: ...
 
@@ -583,7 +588,8 @@ def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_step
     step's reward per state spread of the members' disagreement (:class:`SurrogateEnv`'s ``penalty``).
     ``warm_start=False`` trains a new agent in each round's model instead of continuing the last one (on Pendulum
     the continued agent lost 50-70 return over the rounds where a new one trained on the last model did not).
-    Writes ``curve.json``, ``model.json`` (the last model), ``data.npz``, ``agent.zip`` and ``state.json`` after
+    Writes ``curve.json``, ``model.json`` (the last model), ``data.npz``, ``agent.npz`` (its training state: arrays
+    and JSON, no pickles) and ``state.json`` after
     every round; ``resume=True`` continues from them (the replay buffer is not kept, so a resumed run is not
     bit-identical to an uninterrupted one).
     """
@@ -628,7 +634,7 @@ def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_step
         if not warm_start:
             agent = agents.new(env, seed + it)
         elif agent is None:
-            agent = agents.load(str(out / "agent.zip"), env) if (out / "agent.zip").is_file() else agents.new(env, seed)
+            agent = agents.load(str(out / AGENT_FILE), env) if (out / AGENT_FILE).is_file() else agents.new(env, seed)
         else:
             agent.set_env(env)
         if hasattr(agent, "replay_buffer") and agent.replay_buffer is not None:
@@ -649,8 +655,7 @@ def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_step
         curve.append(row)
         data.save(out / "data.npz")
         model.save(out / "model.json")
-        agent.save(str(out / "agent.zip.tmp.zip"))
-        (out / "agent.zip.tmp.zip").replace(out / "agent.zip")
+        agents.save(agent, out / AGENT_FILE)
         atomic_write_text(out / "state.json", json.dumps({"settings": settings, "curve": curve,
                                                           "iterations_done": it + 1,
                                                           "seconds": row["seconds"]}, indent=1) + "\n")
@@ -667,7 +672,7 @@ def train_model_free(task: TaskLike, agents: AgentMaker, out: str | Path, *, rea
                      eval_every: int = 5_000, eval_episodes: int = 5, seed: int = 0, resume: bool = False,
                      progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """The baseline: the agent ``agents`` makes, trained on the real ``task`` for ``real_steps`` steps,
-    evaluated every ``eval_every`` real steps on ``eval_episodes`` episodes; ``curve.json`` and ``agent.zip`` after
+    evaluated every ``eval_every`` real steps on ``eval_episodes`` episodes; ``curve.json`` and ``agent.npz`` after
     each evaluation, ``resume=True`` continues (without the replay buffer)."""
     from interp_rl._validation import check_int
 
@@ -680,8 +685,8 @@ def train_model_free(task: TaskLike, agents: AgentMaker, out: str | Path, *, rea
     state = _check_resume(out, settings, resume)
     out.mkdir(parents=True, exist_ok=True)
     env = task.env_fn(seed)
-    if state and (out / "agent.zip").is_file():
-        agent = agents.load(str(out / "agent.zip"), env)
+    if state and (out / AGENT_FILE).is_file():
+        agent = agents.load(str(out / AGENT_FILE), env)
         curve, seconds = state["curve"], state["seconds"]
     else:
         agent, curve, seconds = agents.new(env, seed), [], 0.0
@@ -692,8 +697,7 @@ def train_model_free(task: TaskLike, agents: AgentMaker, out: str | Path, *, rea
         row = {"real_steps": int(agent.num_timesteps), "return_mean": mean, "return_std": std,
                "seconds": seconds + time.perf_counter() - t0}
         curve.append(row)
-        agent.save(str(out / "agent.zip.tmp.zip"))
-        (out / "agent.zip.tmp.zip").replace(out / "agent.zip")
+        agents.save(agent, out / AGENT_FILE)
         atomic_write_text(out / "state.json", json.dumps({"settings": settings, "curve": curve,
                                                           "seconds": row["seconds"]}, indent=1) + "\n")
         atomic_write_text(out / "curve.json", json.dumps({"settings": settings, "curve": curve}, indent=1) + "\n")

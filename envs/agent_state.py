@@ -39,7 +39,7 @@ __all__ = ["AGENT_STATE_FORMAT", "load_agent_state", "load_module_state", "save_
 
 AGENT_STATE_FORMAT = "interp-rl-agent-state/1"
 #: Counters of an SB3 model that learning continues from (those the model has).
-_COUNTERS = ("num_timesteps", "_n_updates", "_episode_num", "_n_calls")
+_COUNTERS = ("num_timesteps", "_n_updates", "_episode_num", "_n_calls", "learning_starts")
 #: Trainable tensors outside every module and optimiser (SAC's and TQC's learnt entropy coefficient).
 _VARIABLES = ("log_ent_coef",)
 _LAYOUT = "__layout__"

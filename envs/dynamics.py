@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -90,4 +91,16 @@ class SB3Agents:
         return self.cls(self.hp.get("policy", "MlpPolicy"), env, seed=seed, device="cpu", verbose=0, **kwargs)
 
     def load(self, path: str, env: Any) -> Any:
-        return self.cls.load(path, env=env, device="cpu")
+        """The agent whose training state :meth:`save` wrote to ``path`` (arrays and JSON, no pickles), on ``env``."""
+        from envs.agent_state import load_agent_state
+
+        agent = self.new(env, 0)
+        load_agent_state(agent, path)
+        return agent
+
+    @staticmethod
+    def save(agent: Any, path: str | Path) -> None:
+        """``agent``'s training state (networks, optimisers, counters) as arrays and JSON, atomically."""
+        from envs.agent_state import save_agent_state
+
+        save_agent_state(agent, path)

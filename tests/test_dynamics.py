@@ -151,12 +151,12 @@ def test_dyna_loop_and_model_free_baseline_write_curves_and_resume(tmp_path) -> 
     curve = first["curve"]
     # x: the real steps each evaluated agent learnt from; the last one has used the whole budget
     assert [r["real_steps"] for r in curve] == [300, 500] and [r["iteration"] for r in rows] == [0, 1]
-    for name in ("curve.json", "model.json", "data.npz", "agent.zip", "state.json"):
+    for name in ("curve.json", "model.json", "data.npz", "agent.npz", "state.json"):
         assert (tmp_path / "dyna" / name).is_file()
     assert len(Transitions.load(tmp_path / "dyna" / "data.npz")) == 500
     # each round refills the emptied buffer for min(1000, model_steps / 10) steps, then learns: the shipped
     # learning_starts (1000 for Pendulum) would otherwise pass without a single update
-    agent = agents.load(str(tmp_path / "dyna" / "agent.zip"), None)
+    agent = agents.load(str(tmp_path / "dyna" / "agent.npz"), task.env_fn(0))
     assert agent.learning_starts == 150 + 15 and agent._n_updates > 0
     with pytest.raises(InterpRLError, match="already holds a run; pass --resume"):
         train_dyna(task, agents, tmp_path / "dyna", **small)
@@ -174,7 +174,8 @@ def test_dyna_loop_and_model_free_baseline_write_curves_and_resume(tmp_path) -> 
     # a new agent in each round's model: the last one has trained only there
     fresh = train_dyna(task, agents, tmp_path / "fresh", **small, warm_start=False)
     assert len(fresh["curve"]) == 2 and fresh["settings"]["warm_start"] is False
-    assert agents.load(str(tmp_path / "fresh" / "agent.zip"), None).num_timesteps == 150
+    assert agents.load(str(tmp_path / "fresh" / "agent.npz"), task.env_fn(0)).num_timesteps == 150
+    assert not list(tmp_path.rglob("*.zip")), "the loop keeps its agents without pickles"
     with pytest.raises(InvalidParameterError, match="The 'uncertainty_penalty' parameter of train_dyna must be a"):
         train_dyna(task, agents, tmp_path / "x", **small, uncertainty_penalty=float("nan"))
 
