@@ -4,9 +4,6 @@ and the chosen controllers' explanations. Each returns rows or lines; :mod:`benc
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +11,17 @@ import numpy as np
 
 from benchmarks.peers import peers_section
 from benchmarks.plots import aggregate_plot, pareto_plot
-from benchmarks.records import TARGET, Group, _first, _num, _pct, aggregate, chosen, left_out_of_aggregate
+from benchmarks.records import TARGET, Group, _first, _num, _pct, chosen, left_out_of_aggregate
+from benchmarks.sections import (  # noqa: F401 - the registry, long imported from here
+    ANALYSES,
+    ON_REQUEST,
+    Analysis,
+    ReportContext,
+    analyses_of,
+    register_analysis,
+)
+from benchmarks.sections import fmt as _f
+from benchmarks.sections import slug as _slug
 from benchmarks.suite import TARGET_KEYS
 from interp_rl.document import Document
 from interp_rl.errors import InterpRLError
@@ -24,8 +31,6 @@ __all__ = ["FEWER_SUFFICE_POINTS", "against_equal_sizes", "against_trees", "at_a
            "sparsest_within", "target_checks", "where_short"]
 
 
-def _f(v: float | None, spec: str = ".1f") -> str:
-    return "–" if v is None or not np.isfinite(v) else format(v, spec)
 
 def _t(seconds: float | None) -> str:
     if seconds is None or not np.isfinite(seconds):
@@ -538,67 +543,6 @@ def explanations(results: Path, g: Group) -> list[Any]:
     return METHODS[rec["distiller"]].explain(ctrl, states, title)
 
 
-# ----------------------------------------------------------------------------- the report's sections
-@dataclass
-class ReportContext:
-    """What every section of a report reads: the results folder, its suite, the records and their groups."""
-
-    results: Path
-    suite: dict[str, Any]
-    own: list[dict[str, Any]]
-    """The records the suite itself ran."""
-    compared: dict[str, list[dict[str, Any]]]
-    """Records shown beside them, by the results folder they come from (the suite's ``compare``)."""
-    summary: dict[str, list[Group]]
-    reps: int
-    seed: int
-    image: Callable[[str, bytes, str], None]
-    """``image(file name, bytes, alt text)``: a picture into the page and ``figures/``."""
-
-    @property
-    def targets(self) -> dict[str, float]:
-        return self.suite.get("targets") or {}
-
-    @functools.cached_property
-    def aggregate(self) -> list[dict[str, Any]]:
-        """The all-task aggregate (:func:`benchmarks.records.aggregate`), computed once per report."""
-        return aggregate(self.summary, reps=self.reps, seed=self.seed)
-
-
-#: A section of a report: writes into the document what it finds in the context (nothing when it finds nothing).
-Analysis = Callable[[ReportContext, Document], None]
-#: Every section by name, in the order a report lays them out when its suite names none (``[report] analyses``).
-ANALYSES: dict[str, Analysis] = {}
-
-
-#: Sections a report lays out only when its suite lists them (not in the default set of a suite that lists none).
-ON_REQUEST: set[str] = set()
-
-
-def register_analysis(name: str, *, default: bool = True) -> Callable[[Analysis], Analysis]:
-    """Register a report section under ``name``, so that a suite can list it (``[report] analyses = [...]``);
-    ``default=False`` keeps it out of the reports of suites that list no sections."""
-
-    def add(fn: Analysis) -> Analysis:
-        ANALYSES[name] = fn
-        if not default:
-            ON_REQUEST.add(name)
-        return fn
-
-    return add
-
-
-def analyses_of(suite: dict[str, Any]) -> list[str]:
-    """The sections a suite's report lays out: those it lists (``[report] analyses``), else every registered one
-    but those registered on request."""
-    names = list((suite.get("report") or {}).get("analyses") or [n for n in ANALYSES if n not in ON_REQUEST])
-    unknown = [n for n in names if n not in ANALYSES]
-    if unknown:
-        raise InterpRLError(f"Suite {suite.get('name', '?')!r} lists unknown report analyses "
-                            f"{', '.join(map(repr, unknown))}; known: {', '.join(ANALYSES)}.")
-    return names
-
-
 def _fidelity(g: Group, states: str) -> str:
     """Action fidelity on ``states``: R², or for discrete actions the share of states where the controller picks
     the teacher's class (R² of class indices means little)."""
@@ -820,10 +764,6 @@ def aggregate_section(ctx: ReportContext, doc: Document) -> None:
         doc.p("Not in this table: " + "; ".join(left) + ".")
 
 
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text)
-
-
 @register_analysis("teachers")
 def teachers_section(ctx: ReportContext, doc: Document) -> None:
     """Per teacher: its return, every group's figures, the Pareto plot, and the chosen controllers explained."""
@@ -892,9 +832,6 @@ def teachers_section(ctx: ReportContext, doc: Document) -> None:
                     doc.p(f"**{part.title}**")
                     doc.pre(part.content)
 
-
-# The study suites' sections register themselves too (an import for its effect, after the registry exists).
-import benchmarks.study_analyses  # noqa: E402,F401
 
 # Our frontier against the published peers (benchmarks/peers.py reads no module of this one: no cycle).
 register_analysis("peers", default=False)(peers_section)

@@ -10,8 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.analyses import ReportContext, _f, _slug, register_analysis
 from benchmarks.records import Group, _num
+from benchmarks.sections import ReportContext, register_analysis
+from benchmarks.sections import fmt as _f
+from benchmarks.sections import slug as _slug
 from interp_rl.compare import percent_of_teacher
 from interp_rl.document import Document, png, pyplot
 

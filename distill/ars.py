@@ -516,7 +516,7 @@ def run_ars_job(ars: Any, start: Program | Controller | str, env_fn: EnvFn, out:
     :class:`ARS` or a :class:`distill.cmaes.CMAES` (the same contract)."""
     from sklearn.base import clone
 
-    from distill.job import METRICS_FILE, write_controller_files
+    from distill.folder import METRICS_FILE, write_controller_files
     from interp_rl.rollouts import evaluate
 
     out = Path(out)

@@ -20,21 +20,20 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 from distill.dagger import DAgger, _jsonable
+from distill.folder import CONFIG_FILE, METRICS_FILE, _save_evidence, _size_text, write_controller_files
 from interp_rl._threads import one_blas_thread
 from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import DistillInterrupted, InterpRLError, bad_value
 from interp_rl.io import atomic_write_text, json_safe
-from interp_rl.program import Controller, Signal
+from interp_rl.program import Signal
 from interp_rl.teachers import Teacher, check_teacher
 
 if TYPE_CHECKING:
-    from distill.methods import Method
+    from distill.registry import Method
 
 __all__ = ["CONFIG_FILE", "METRICS_FILE", "Distillation", "refit_like", "run_job", "write_controller_files"]
 
 log = logging.getLogger(__name__)
-CONFIG_FILE = "config.json"
-METRICS_FILE = "metrics.json"
 CHECKPOINT_DIR = "checkpoint"
 #: The further held-out episodes that choose between fine-tuned DART levels (``rl_levels='each'``) start here,
 #: apart from DAgger's selection, the restarts' and the fine-tuning's own.
@@ -301,7 +300,7 @@ class Distillation(BaseEstimator):
         result scored on ``restart_episodes`` further held-out episodes; ``(kept level, its student)``."""
         from functools import partial
 
-        from distill.repair import held_out_score
+        from distill.scoring import held_out_score
         from interp_rl._parallel import side_by_side, usable_cpus
 
         jobs = min(len(runs), self.n_jobs if self.n_jobs is not None else usable_cpus())
@@ -410,7 +409,7 @@ class Distillation(BaseEstimator):
     def _run_restarts(self, dagger: DAgger | None, student: Any, teacher: Teacher, env_fn: Callable[[int], Any],
                       progress: Callable[[dict[str, Any]], None] | None) -> Any:
         """Refit the student with other seeds on its data; keep the best on held-out episodes."""
-        from distill.repair import held_out_score
+        from distill.scoring import held_out_score
 
         if dagger is None or self.data_ is None:
             raise InterpRLError("Restarts refit the student on its distillation data; they need DAgger (not --start or "
@@ -547,20 +546,6 @@ def _sweep_figure(sweep: dict[str, Any], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def _picture(controller: Controller, out: Path, title: str, metrics: dict[str, Any]) -> None:
-    from interp_rl.viz import render, to_dot
-
-    dot = to_dot(controller, title=title)
-    atomic_write_text(out / f"{controller.kind}.dot", dot)
-    try:
-        render(dot, out / f"{controller.kind}.svg")
-        metrics["picture"] = f"{controller.kind}.svg"
-    except InterpRLError as exc:  # no graphviz binary: everything else is still written
-        log.warning("%s", exc)
-        metrics["picture"] = f"{controller.kind}.dot"
-        metrics["picture_error"] = str(exc)
-
-
 @one_blas_thread
 def run_job(
     method: Method,
@@ -599,7 +584,7 @@ def run_job(
     dict
         The metrics written to ``metrics.json``.
     """
-    from distill.methods import SPEED_ONLY
+    from distill.registry import SPEED_ONLY
     from interp_rl.compare import compare
 
     check_teacher(teacher, f"distill {method.name}")
@@ -717,34 +702,6 @@ def run_job(
     return metrics
 
 
-def write_controller_files(controller: Controller, out: str | Path, metrics: dict[str, Any], title: str) -> None:
-    """What every controller folder holds beside ``controller.json``: the Python and C exports, ``rules.txt`` (with
-    what its class scores mean, for a controller learnt from a discrete action), the picture (``KIND.dot``, and
-    ``KIND.svg`` with Graphviz) and ``metrics.json`` (last: its presence says done)."""
-    from interp_rl.export import write_exports
-    from interp_rl.logs import class_note
-
-    out = Path(out)
-    paths = write_exports(controller, out, force=True)
-    metrics["export_bytes"] = {k: Path(p).stat().st_size for k, p in paths.items()}
-    note = class_note(controller)  # a controller of class scores: which class it plays
-    atomic_write_text(out / "rules.txt", controller.program.explain(controller) + "\n" + (f"{note}\n" if note else ""))
-    _picture(controller, out, title, metrics)
-    atomic_write_text(out / METRICS_FILE, json.dumps(json_safe(metrics), indent=1) + "\n")
-
-
-def _save_evidence(out: Path, data: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None,
-                   start: str | Path | None) -> None:
-    """Keep the states the student was fitted on beside the controller (``distillation.npz``), so that diagnosis
-    can show the evidence each piece rests on; a fine-tuned controller keeps its start's."""
-    from interp_rl.evidence import DATA_FILE, DistillationData, save_data
-
-    if data is not None:
-        save_data(out, DistillationData(*data))
-    elif start is not None and (Path(start) / DATA_FILE).is_file() and Path(start).resolve() != out.resolve():
-        shutil.copyfile(Path(start) / DATA_FILE, out / DATA_FILE)
-
-
 def _feature_subset(estimator: Distillation, teacher: Teacher, resolved: dict[str, Any], started: bool
                     ) -> dict[str, Any]:
     """Make the student read only some of the teacher's features: its ``top_features`` most important ones
@@ -804,8 +761,3 @@ def _start_student(method: Method, estimator: Distillation, teacher: Teacher, st
     made = folder / METRICS_FILE
     metrics = json.loads(made.read_text()) if made.is_file() else {}
     return student_cls.from_program(ctrl.program), metrics
-
-
-def _size_text(size: dict[str, int]) -> str:
-    parts = [f"{size['leaves']} leaves"] if "leaves" in size else []
-    return ", ".join([*parts, f"{size['parameters']} parameters"])

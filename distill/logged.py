@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from distill.dagger import DAgger, _jsonable, fill_student
-from distill.job import CONFIG_FILE, METRICS_FILE, _save_evidence, _size_text, write_controller_files
+from distill.folder import CONFIG_FILE, METRICS_FILE, _save_evidence, _size_text, write_controller_files
 from interp_rl.errors import InterpRLError, bad_value
 from interp_rl.io import atomic_write_text, json_safe
 from interp_rl.logs import LoggedData
 from interp_rl.program import Controller
 
 if TYPE_CHECKING:
-    from distill.methods import Method
+    from distill.registry import Method
 
 __all__ = ["N_BLOCKS", "LogSplit", "behaviour_clone", "check_held_out", "check_log_settings", "fit_from_log",
            "log_fidelity", "log_settings", "split_log"]

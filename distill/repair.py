@@ -28,11 +28,12 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from distill.scoring import held_out_score
 from interp_rl._threads import one_blas_thread
 from interp_rl._validation import check_float, check_int
 from interp_rl.compare import half_of_teacher
 from interp_rl.io import atomic_write_text, json_safe
-from interp_rl.rollouts import evaluate, mixture, run_episodes
+from interp_rl.rollouts import mixture, run_episodes
 from interp_rl.teachers import Teacher, check_teacher
 
 __all__ = ["REPAIR_SEED_OFFSET", "FailureRepair", "held_out_score", "repair_controller"]
@@ -40,16 +41,6 @@ __all__ = ["REPAIR_SEED_OFFSET", "FailureRepair", "held_out_score", "repair_cont
 #: Repair episodes start at ``seed + REPAIR_SEED_OFFSET``; its selection episodes at that plus 5,000,000. Both lie
 #: apart from distillation's, selection's, evaluation's and diagnosis's seeds.
 REPAIR_SEED_OFFSET = 20_000_000
-
-
-def held_out_score(policy: Any, env_fn: Callable[[int], Any], episodes: int, seed: int, *,
-                   n_envs: int = 8) -> tuple[float, float, float]:
-    """``(score, mean, worst)`` of ``policy`` on held-out episodes (seeds ``seed ...``): the score is the mean of the
-    mean return and of the worst quarter's mean return, so a rare catastrophe counts as much as a slower gait."""
-    res = evaluate(policy, env_fn, episodes, seed=seed, n_envs=n_envs)
-    r = np.sort(np.asarray(res.returns))
-    tail = float(r[: max(1, len(r) // 4)].mean())
-    return 0.5 * (float(r.mean()) + tail), float(r.mean()), float(r[0])
 
 
 def _progress_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -220,8 +211,9 @@ def repair_controller(folder: str | Path, teacher: Teacher, out: str | Path, *, 
     thread, as in a distillation (:meth:`distill.job.Distillation.fit`), so a seed gives the same repair anywhere.
     """
     from distill.dagger import critic_weights
-    from distill.job import CONFIG_FILE, METRICS_FILE, refit_like, write_controller_files
-    from distill.methods import get_method
+    from distill.folder import CONFIG_FILE, METRICS_FILE, write_controller_files
+    from distill.job import refit_like
+    from distill.registry import get_method
     from interp_rl.diagnose import failure_profile
     from interp_rl.errors import InterpRLError
     from interp_rl.evidence import DistillationData, load_data, save_data

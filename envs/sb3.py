@@ -43,9 +43,10 @@ from typing import Any
 
 import numpy as np
 
+from envs.algorithms import ALGORITHMS, algorithm_class  # noqa: F401 - long imported from here
 from interp_rl._threads import torch_threads
 from interp_rl._validation import check_observations
-from interp_rl.errors import TeacherLoadError, UnknownAlgorithmError
+from interp_rl.errors import InterpRLError, TeacherLoadError, UnknownAlgorithmError
 
 __all__ = [
     "ALGORITHMS",
@@ -58,31 +59,20 @@ __all__ = [
     "trust_pickles",
 ]
 
-#: Algorithm name -> (module, class) of every algorithm interp-rl loads.
-ALGORITHMS: dict[str, tuple[str, str]] = {
-    "sac": ("stable_baselines3", "SAC"),
-    "td3": ("stable_baselines3", "TD3"),
-    "ddpg": ("stable_baselines3", "DDPG"),
-    "ppo": ("stable_baselines3", "PPO"),
-    "a2c": ("stable_baselines3", "A2C"),
-    "tqc": ("sb3_contrib", "TQC"),
-    "trpo": ("sb3_contrib", "TRPO"),
-    "ars": ("sb3_contrib", "ARS"),
-    "dqn": ("stable_baselines3", "DQN"),
-}
 Q_ALGOS = frozenset({"sac", "td3", "ddpg", "tqc", "dqn"})
+
+#: What trains an agent from scratch for :meth:`SB3Teacher.train_from_scratch`: :mod:`envs.training` registers
+#: it (:func:`register_trainer`), and the ``envs`` package imports that module, so it is there whenever a teacher
+#: is, without this module importing the training machinery.
+_TRAINERS: list[Callable[..., dict[str, Any]]] = []
+
+
+def register_trainer(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """Make ``fn(teacher, out, *, algo, steps, seed, eval_episodes, hyperparams, resume, on_checkpoint,
+    checkpoint_every)`` the trainer of :meth:`SB3Teacher.train_from_scratch`."""
+    _TRAINERS[:] = [fn]
+    return fn
 V_ALGOS = frozenset({"ppo", "a2c", "trpo"})
-
-
-def algorithm_class(algo: str) -> Any:
-    """The SB3 class for ``algo`` (``sac``, ``ppo``, ...)."""
-    key = algo.lower()
-    if key not in ALGORITHMS:
-        raise UnknownAlgorithmError(
-            f"Unknown algorithm {algo!r}; expected one of {', '.join(ALGORITHMS)}."
-        )
-    module, name = ALGORITHMS[key]
-    return getattr(importlib.import_module(module), name)
 
 
 def _read_zip_data(path: Path) -> dict[str, Any]:
@@ -576,17 +566,16 @@ class SB3Teacher:
         This is how :class:`distill.scratch.ScratchTrainer` reaches the training machinery without
         importing ``envs``. Returns the run's ``teacher.json`` metadata.
         """
-        from envs.training import TrainConfig, train_teacher
-
-        cfg = TrainConfig(algo=algo, task=self.task, steps=steps, out=str(out), seed=seed,
-                          eval_episodes=eval_episodes, variant=dict(self.variant),
-                          hyperparams=dict(hyperparams or {}), checkpoint_every=checkpoint_every)
-        return train_teacher(cfg, resume=resume, progress_bar=False, on_checkpoint=on_checkpoint)
+        if not _TRAINERS:
+            raise InterpRLError("No trainer is registered: import envs (its training module registers it).")
+        return _TRAINERS[0](self, out, algo=algo, steps=steps, seed=seed, eval_episodes=eval_episodes,
+                            hyperparams=hyperparams, resume=resume, on_checkpoint=on_checkpoint,
+                            checkpoint_every=checkpoint_every)
 
     def default_hyperparams(self, algo: str) -> dict[str, Any]:
         """The toolkit's shipped hyperparameters of ``algo`` on this teacher's task (``envs/hyperparams``), as
         ``interp-rl train`` uses them; how :mod:`distill` reads a task's ARS settings without importing ``envs``."""
-        from envs.training import default_hyperparams
+        from envs.algorithms import default_hyperparams
 
         return default_hyperparams(algo, self.task)
 

@@ -21,16 +21,15 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from envs.agent_state import load_agent_state, load_module_state, save_agent_state, save_module_state
+from envs.algorithms import ALGORITHMS, algorithm_class, default_hyperparams
 from envs.registry import EnvVariant, env_factory, get_task, make_vec_env
-from envs.sb3 import ALGORITHMS, ObsNormalizer, SB3Teacher, algorithm_class, trust_pickles
+from envs.sb3 import ObsNormalizer, SB3Teacher, register_trainer, trust_pickles
 from envs.teachers import TEACHER_FILE
 from interp_rl._validation import check_int
 from interp_rl.errors import InvalidParameterError, TrainInterrupted
@@ -87,16 +86,6 @@ class TrainConfig:
     def resolved_hyperparams(self) -> dict[str, Any]:
         """Per-task defaults updated with :attr:`hyperparams`."""
         return {**default_hyperparams(self.algo, self.task), **self.hyperparams}
-
-
-def default_hyperparams(algo: str, task: str) -> dict[str, Any]:
-    """The shipped hyperparameters of ``algo`` on ``task`` (zoo-tuned where they exist)."""
-    algorithm_class(algo)
-    text = resources.files("envs").joinpath("hyperparams", f"{algo.lower()}.yml").read_text()
-    table = yaml.safe_load(text) or {}
-    task_id = get_task(task).id
-    entry = table.get(task_id, table.get("default", {}))
-    return dict(entry or {})
 
 
 def _policy_kwargs(raw: dict[str, Any] | None) -> dict[str, Any]:
@@ -510,3 +499,15 @@ def _write_mixture_controller(out: Path) -> None:
     meta = {"method": "moe-scratch", "algo": teacher.algo, "source": str(out)}
     Controller(program, features=features, actions=actions, task=teacher.task, metadata=meta).save(
         out / "controller.json")
+
+
+@register_trainer
+def _train_for_teacher(teacher: SB3Teacher, out: str | Path, *, algo: str, steps: int, seed: int = 0,
+                       eval_episodes: int = 5, hyperparams: dict[str, Any] | None = None, resume: bool = False,
+                       on_checkpoint: Callable[[dict[str, Any]], None] | None = None,
+                       checkpoint_every: int = 0) -> dict[str, Any]:
+    """:meth:`SB3Teacher.train_from_scratch`: ``algo`` trained on the teacher's task, in its observation layout."""
+    cfg = TrainConfig(algo=algo, task=teacher.task, steps=steps, out=str(out), seed=seed,
+                      eval_episodes=eval_episodes, variant=dict(teacher.variant),
+                      hyperparams=dict(hyperparams or {}), checkpoint_every=checkpoint_every)
+    return train_teacher(cfg, resume=resume, progress_bar=False, on_checkpoint=on_checkpoint)

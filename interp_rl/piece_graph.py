@@ -58,7 +58,7 @@ class PieceGraph:
         steps to the points of no return (thick: it acts at some). Edge labels: ``count · mean reward``, and
         ``· N before no return`` for transitions taken in a run-up (drawn red). The ``max_edges`` most frequent
         edges are drawn, and every run-up edge."""
-        from interp_rl.viz import dot_label
+        from interp_rl.dot import dot_label
 
         lines = ["digraph pieces {", "  layout=circo; mindist=0.6;",
                  '  node [shape=ellipse, style=filled, fontname="Helvetica", fontsize=10];',

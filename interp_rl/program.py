@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_chec
 import numpy as np
 
 from interp_rl._validation import check_observations
+from interp_rl.dot import unit_note
 from interp_rl.errors import ControllerFormatError
 from interp_rl.io import atomic_write_text
 
@@ -98,27 +99,6 @@ class Signal:
 
     def to_dict(self) -> dict[str, str]:
         return {"name": self.name, "unit": self.unit, "description": self.description}
-
-
-def unit_note(signals: Sequence[Signal | str] | Sequence[str]) -> str | None:
-    """What a scaled unit such as ``[x200 N m]`` means, once per unit, or ``None`` when no unit is scaled.
-
-    A MuJoCo motor multiplies its control by its gear: an action of 1 on a motor of gear 200 is 200 N m.
-    ``signals`` are signals or bare units.
-
-    >>> unit_note([Signal("thigh_joint_torque", "x200 N m"), Signal("foot_joint_torque", "x200 N m")])
-    '[x200 N m]: an action of 1 is 200 N m (the motor multiplies it by its gear).'
-    >>> unit_note([Signal("force", "N")]) is None
-    True
-    """
-    import re
-
-    units = [s.unit if isinstance(s, Signal) else str(s) for s in signals]
-    scaled = list(dict.fromkeys(u for u in units if re.fullmatch(r"x[0-9][0-9.eE+-]* \S.*", u)))
-    if not scaled:
-        return None
-    parts = [f"[{u}]: an action of 1 is {u[1:]}" for u in scaled]
-    return "; ".join(parts) + " (the motor multiplies it by its gear)."
 
 
 def default_signals(prefix: str, n: int) -> list[Signal]:
@@ -458,7 +438,7 @@ class ProgramBase:
                max_depth: int | None = None, title: str | None = None, precision: int = 3,
                **options: Any) -> str:
         """Fallback picture: one box holding :meth:`explain`'s text."""
-        from interp_rl.viz import dot_label
+        from interp_rl.dot import dot_label
 
         if options:
             raise TypeError(f"to_dot of a {self.kind} program takes no option {sorted(options)[0]!r}.")

@@ -14,17 +14,26 @@ exact values.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from interp_rl._validation import check_int
+from interp_rl.dot import (  # noqa: F401 - the DOT helpers, long imported from here
+    _esc,
+    dot_action_nodes,
+    dot_attrs,
+    dot_coefficient_edge,
+    dot_header,
+    dot_label,
+    unit_note,
+)
 from interp_rl.errors import InvalidParameterError, ObservationError, RenderError
 from interp_rl.io import atomic_write_bytes
 from interp_rl.kinds.tree import leaf_visit_counts
-from interp_rl.program import Controller, unit_note
+from interp_rl.program import Controller
 
 __all__ = [
     "DOT_SUFFIX",
@@ -137,70 +146,6 @@ def decision_path_text(controller: Controller, obs: Any, *, precision: int = 3) 
 
 
 # -------------------------------------------------------------------------------- DOT
-def _esc(text: str) -> str:
-    """``text`` inside a double-quoted DOT string: ``\\`` and ``"`` escaped, newlines as spaces.
-
-    ``<`` and ``>`` need no escape inside quotes (only HTML labels ``<...>`` do);
-    Graphviz writes them as ``&lt;``/``&gt;`` in SVG itself.
-    """
-    text = text.replace("\\", "\\\\").replace('"', '\\"')
-    return text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
-
-
-def dot_label(lines: Sequence[str], *, left: bool = False) -> str:
-    """A quoted DOT label of several lines (``left``: each line left-aligned).
-
-    >>> dot_label(["a <= 1", 'say "hi"'])
-    '"a <= 1\\\\nsay \\\\"hi\\\\""'
-    """
-    sep = "\\l" if left else "\\n"
-    return '"' + sep.join(_esc(line) for line in lines) + (sep if left else "") + '"'
-
-
-def dot_header(controller: Controller, *, title: str | None, fmt: Any, rankdir: str | None = None,
-               clip: bool = True) -> list[str]:
-    """Opening lines every kind's picture shares: the caption (title and action clipping, unless ``clip`` is
-    False: pieces that name the class they play) and fonts."""
-    out = ["digraph controller {"] + ([f"  rankdir={rankdir};"] if rankdir else [])
-    caption = [title] if title else []
-    note = controller.program.clip_note(controller, fmt) if clip else None
-    if note:
-        caption.append(note)
-    units = unit_note(controller.actions)
-    if units:
-        caption.append(units)
-    if caption:
-        out.append(f'  graph [label={dot_label(caption)}, labelloc="t", fontname="Helvetica"];')
-    out.append('  node [shape=box, fontname="Helvetica", fontsize=11];')
-    out.append('  edge [fontname="Helvetica", fontsize=10];')
-    return out
-
-
-def dot_attrs(attrs: Mapping[str, str]) -> str:
-    """``[k=v, ...]``: a DOT attribute list (values already quoted where needed)."""
-    return "[" + ", ".join(f"{k}={v}" for k, v in attrs.items()) + "]"
-
-
-def dot_action_nodes(controller: Controller, intercept: Any, values: Any, fmt: Any) -> list[str]:
-    """One box per action of an equation-like picture: its name, its constant and (``values``) its value."""
-    out = []
-    for o, a in enumerate(controller.actions):
-        text = [a.label, f"bias {fmt(float(intercept[o]))}"]
-        if values is not None:
-            text.append(f"= {fmt(float(values[o]))}")
-        attrs = {"label": dot_label(text), "style": '"rounded,filled"', "fillcolor": '"#f2f2f2"'}
-        out.append(f"  a{o} {dot_attrs(attrs)};")
-    return out
-
-
-def dot_coefficient_edge(src: str, dst: str, c: float, share: float, fmt: Any) -> str:
-    """An edge carrying a coefficient: labelled, blue when positive, red when negative, ``share`` (0-1 of the
-    largest) setting its width."""
-    attrs = {"label": dot_label([fmt(c)]), "color": '"#d62728"' if c < 0 else '"#1f77b4"',
-             "penwidth": f"{0.5 + 3.0 * share:.2f}"}
-    return f"  {src} -> {dst} {dot_attrs(attrs)};"
-
-
 def to_dot(
     controller: Controller,
     *,

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from interp_rl import _codegen as cg
-from interp_rl import _interval as iv
+import interp_rl._codegen as cg
+import interp_rl._interval as iv
 from interp_rl._shapley import product_terms_shapley
 from interp_rl.errors import ControllerFormatError
 from interp_rl.program import AffinePieces, ProgramBase, register_program, widen_columns
@@ -669,7 +669,7 @@ class EquationsProgram(ProgramBase):
         With ``states`` an edge's width follows the typical size of the term there, ``|c| * std(term)``;
         with ``obs`` features and actions show their values.
         """
-        from interp_rl.viz import dot_action_nodes, dot_attrs, dot_coefficient_edge, dot_header, dot_label
+        from interp_rl.dot import dot_action_nodes, dot_attrs, dot_coefficient_edge, dot_header, dot_label
 
         if options:
             raise TypeError(f"to_dot of an equations program takes no option {sorted(options)[0]!r}.")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from interp_rl import _codegen as cg
+import interp_rl._codegen as cg
 from interp_rl._validation import check_int
 from interp_rl.errors import ControllerFormatError, bad_value
 from interp_rl.kinds.tree import TreeProgram

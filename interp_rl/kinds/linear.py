@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from interp_rl import _codegen as cg
+import interp_rl._codegen as cg
 from interp_rl._shapley import tree_shapley
 from interp_rl.errors import ControllerFormatError
 from interp_rl.program import AffinePieces, ProgramBase, Region, register_program, tanh_squash, widen_columns
@@ -244,7 +244,7 @@ class LinearProgram(ProgramBase):
         states) an edge's width follows the typical size of its term, ``|c_j| * std(x_j)``, and
         with ``obs`` each action box shows its value for that observation.
         """
-        from interp_rl.viz import dot_action_nodes, dot_attrs, dot_coefficient_edge, dot_header, dot_label
+        from interp_rl.dot import dot_action_nodes, dot_attrs, dot_coefficient_edge, dot_header, dot_label
 
         if options:
             raise TypeError(f"to_dot of a linear program takes no option {sorted(options)[0]!r}.")

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from interp_rl import _codegen as cg
+import interp_rl._codegen as cg
 from interp_rl._shapley import tree_shapley
 from interp_rl.errors import ControllerFormatError
 from interp_rl.kinds.linear import LinearProgram
@@ -590,7 +590,7 @@ class MixtureProgram(ProgramBase):
         With ``states`` the expert boxes are shaded by how often each acts on them; with ``obs``
         the expert that acts is outlined and the routing path highlighted.
         """
-        from interp_rl.viz import dot_attrs, dot_header, dot_label
+        from interp_rl.dot import dot_attrs, dot_header, dot_label
 
         if options:
             raise TypeError(f"to_dot of a mixture program takes no option {sorted(options)[0]!r}.")

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from interp_rl import _codegen as cg
+import interp_rl._codegen as cg
 from interp_rl.errors import ControllerFormatError
 from interp_rl.program import AffinePieces, ProgramBase, Region, float_out, register_program, widen_columns
 
@@ -596,7 +596,7 @@ class ObliqueProgram(ProgramBase):
         """Oblique splits as boxes (``yes`` goes left), leaves with their equations; ``obs``'s path in red,
         with ``states`` each leaf's share of them. A tree of more than :data:`PICTURE_LEAVES` regions is drawn
         to depth :data:`PICTURE_DEPTH` unless ``max_depth`` says otherwise (the text has every rule)."""
-        from interp_rl.viz import dot_attrs, dot_header, dot_label
+        from interp_rl.dot import dot_attrs, dot_header, dot_label
 
         if options:
             raise TypeError(f"to_dot of an oblique program takes no option {sorted(options)[0]!r}.")

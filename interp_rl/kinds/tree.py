@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from interp_rl import _codegen as cg
+import interp_rl._codegen as cg
 from interp_rl._shapley import tree_shapley
 from interp_rl._validation import check_int
 from interp_rl.errors import ControllerFormatError, InvalidParameterError, bad_value
@@ -599,7 +599,7 @@ class TreeProgram(ProgramBase):
         child); ``states`` shade the leaves by visits (or give ``leaf_visits``, a count per node
         id or ``{leaf_id: count}``). ``max_terms`` limits the linear terms shown per action.
         """
-        from interp_rl.viz import dot_attrs, dot_header, dot_label
+        from interp_rl.dot import dot_attrs, dot_header, dot_label
 
         max_terms = check_int(max_terms, "max_terms", "to_dot", low=1)
         if obs is not None:

@@ -153,17 +153,18 @@ def repair_classes(verification: Any, observations: np.ndarray, targets: np.ndar
     """Repair a class view's refuted properties by choosing the class some pieces of the scores play.
 
     A piece that breaks a ``rule`` or ``range`` property plays, on its whole region, the class that keeps every
-    such property and that its data shows most (with no data, the one nearest in value to the class it played). Where a ``monotone`` property breaks as the feature crosses from
+    such property and that its data shows most (with no data, the one nearest in value to the class it played).
+    Where a ``monotone`` property breaks as the feature crosses from
     one piece into the next, the later piece plays the earlier one's class (if that keeps the rules); this repeats
     until the properties are proved or ``rounds`` pass. Each chosen class is made to win by ``margin`` throughout
     the piece's region by refitting that piece's scores (:func:`interp_rl.verify.repair.repair`); the structure is
     kept. ``targets`` are the class scores fitted (one-hot rows of the logged classes). Returns a
     :class:`~interp_rl.verify.repair.RepairResult` whose controller is the repaired *score* controller.
     """
-    from interp_rl.verify import Verification
     from interp_rl.verify.properties import Inequality, Property, PropertySet
     from interp_rl.verify.prove import Verdict, decide
     from interp_rl.verify.repair import RepairResult, repair
+    from interp_rl.verify.result import Verification
     from interp_rl.verify.slopes import decide_slope
 
     view_ctrl: Controller = verification.controller
