@@ -149,10 +149,9 @@ def _failure_rate(controller: Any, teacher: Any, teacher_mean: float, episodes: 
 def _piece_usage(controller: Any, states: np.ndarray, episodes: int | None = None) -> dict[str, Any] | None:
     """Share of the controller-visited ``states`` (from ``episodes`` whole episodes, when given) on which each
     piece (leaf, expert) acts; None if not piecewise."""
-    try:
-        pieces = controller.program.affine_pieces()
-    except TypeError:
+    if not controller.program.can("affine"):
         return None
+    pieces = controller.program.affine_pieces()
     which = pieces.assign(states)
     count = np.bincount(which, minlength=len(pieces.intercept)) / max(len(states), 1)
     acting = pieces.acting_pieces()
@@ -178,10 +177,9 @@ def without_idle(controller: Any, usage: dict[str, Any] | None, env_fn: Any, tea
     idle = [i for i in acting if usage["shares"].get(pieces.labels[i], 0.0) < IDLE_SHARE]
     if not idle or len(idle) == len(acting):
         return None
-    try:
-        fewer = dataclasses.replace(controller, program=program.without_pieces(idle))
-    except TypeError:  # the kind cannot drop pieces (a tree's leaves, a routing tree's experts)
+    if not program.can("drop_pieces"):  # a tree's leaves, a routing tree's experts
         return None
+    fewer = dataclasses.replace(controller, program=program.without_pieces(idle))
     returns = evaluate(fewer, env_fn, len(teacher_returns), seed=seed).returns
     t_mean = float(np.mean(teacher_returns))
     return {"dropped": [pieces.labels[i] for i in idle], "experts": len(acting) - len(idle),

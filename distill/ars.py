@@ -451,12 +451,8 @@ def _from_scratch(kind: str, env_fn: EnvFn) -> Program:
 
     cls = PROGRAMS.get(kind)
     expected = "a program, a controller or the name of a kind that starts from scratch (linear)"
-    if cls is None or not hasattr(cls, "from_scratch"):
+    if cls is None or not cls.kind_can("from_scratch"):
         raise bad_value("program", "ARS.fit", expected, kind)
-    try:
-        cls.from_scratch(1, np.zeros(1), np.ones(1))
-    except TypeError:
-        raise bad_value("program", "ARS.fit", expected, kind) from None
     env = env_fn(0)
     try:
         obs_dim = int(np.prod(env.observation_space.shape))

@@ -310,10 +310,9 @@ class Method:
         from interp_rl.errors import RenderError
         from interp_rl.viz import usage_figure
 
-        try:
-            pieces = controller.program.affine_pieces()
-        except TypeError:
+        if not controller.program.can("affine"):
             return None
+        pieces = controller.program.affine_pieces()
         if len(states) < 2 or len(pieces.acting_pieces()) < 2:
             return None
         what = getattr(controller.program, "piece_names", ("piece",))[0]  # the kind's own word: expert, leaf, region

@@ -432,11 +432,10 @@ class CriticTuner(BaseEstimator):
             self._fit_ars(student, env_fn, progress, resume, teacher)
             return self
         self.critic_source_ = self._critic_source(teacher)
-        try:
-            pieces = program.affine_pieces()
-        except TypeError:
+        if not program.can("affine"):
             raise bad_value("student", "CriticTuner.fit", "a student whose program is piecewise affine (tree, "
-                            "linear, mixture, equations)", program.kind) from None
+                            "linear, mixture, equations)", program.kind)
+        pieces = program.affine_pieces()
         with torch_threads(1):
             self._fit(student, teacher, env_fn, program, pieces, progress, resume)
         return self

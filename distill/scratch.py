@@ -17,7 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from sklearn.base import BaseEstimator
 
 from interp_rl._validation import check_choice, check_int
@@ -132,12 +131,10 @@ class ScratchTrainer(BaseEstimator):
         from interp_rl.program import PROGRAMS, load_controller
 
         kind = getattr(student, "program_kind", None)
-        try:
-            PROGRAMS[kind].from_scratch(1, np.zeros(1), np.ones(1))  # type: ignore[index]
-        except (KeyError, TypeError):
+        if kind not in PROGRAMS or not PROGRAMS[kind].kind_can("from_scratch"):  # type: ignore[index]
             raise InterpRLError(f"ARS from scratch searches a kind that starts from zeros (a linear policy); this "
                                 f"method's student is a {kind or type(student).__name__}, whose structure must be "
-                                "learnt first (distil it, then fine-tune with rl_search='ars').") from None
+                                "learnt first (distil it, then fine-tune with rl_search='ars').")
         env_fn = getattr(teacher, "env_fn", None)
         if env_fn is None:
             raise InterpRLError(f"ARS from scratch needs the teacher's environment; {type(teacher).__name__} has "

@@ -278,6 +278,13 @@ class SINDyPolicy(PolicyStudent):
         """Fit to observations ``X`` ``(n, obs_dim)`` and actions ``y`` ``(n, act_dim)``."""
         self._validate_params()
         owner = f"{type(self).__name__}.fit"
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+        import scipy.sparse as sp
+
+        if sp.issparse(X) or sp.issparse(y):
+            raise TypeError(f"{type(self).__name__} does not accept sparse input: pass dense arrays (a sparse matrix "
+                            "or array is not supported).")
         for name, arr in (("X", X), ("y", y)):
             a = np.asarray(arr, dtype=np.float64) if not hasattr(arr, "to_numpy") else arr.to_numpy(np.float64)
             if a.size and not np.all(np.isfinite(a)):

@@ -189,10 +189,9 @@ def failure_profile(policies: dict[str, Any], teacher: Any, *, episodes: int, se
 # ---------------------------------------------------------------------------------------------- pieces
 def _pieces(controller: Controller) -> tuple[Callable[[np.ndarray], np.ndarray], dict[int, str]]:
     """The piece acting at each state and what people call it; one piece for a program without pieces."""
-    try:
-        ap = controller.program.affine_pieces()
-    except TypeError:
+    if not controller.program.can("affine"):
         return (lambda X: np.zeros(len(X), dtype=np.int64)), {0: f"the {controller.kind} program"}
+    ap = controller.program.affine_pieces()
     return (lambda X: np.asarray(ap.assign(np.asarray(X, dtype=np.float64)), dtype=np.int64)), dict(
         enumerate(ap.labels))
 

@@ -51,6 +51,7 @@ __all__ = [
     "ProgramBase",
     "Region",
     "SQUASHES",
+    "CAPABILITIES",
     "Signal",
     "load_controller",
     "tanh_squash",
@@ -278,6 +279,20 @@ class Region:
                    np.asarray(coef, dtype=np.float64))
 
 
+#: What a program kind may be able to do: capability -> (the hook that gives it, why a kind without it cannot).
+#: Callers ask :meth:`ProgramBase.can`; ``tests/test_new_kind.py`` checks every registered kind's declarations.
+CAPABILITIES: dict[str, tuple[str, str]] = {
+    "affine": ("affine_pieces", "A {kind} program is not piecewise affine."),
+    "regions": ("regions", "A {kind} program is not piecewise affine: it has no regions."),
+    "from_scratch": ("from_scratch", "A {kind} program has structure to learn first; start from a saved one."),
+    "drop_pieces": ("without_pieces", "A {kind} program cannot act without some of its pieces."),
+    "widen": ("widened", "A {kind} program cannot be widened to more observation features."),
+    "exact_shapley": ("shapley_values", "A {kind} program has no exact Shapley rule; estimate its values by "
+                                        "sampling."),
+    "onnx": ("onnx_graph", "A {kind} program has no ONNX form."),
+}
+
+
 class ProgramBase:
     """Shared behaviour of the shipped kinds: action bounds, clipping, and fallbacks for pictures.
 
@@ -302,7 +317,37 @@ class ProgramBase:
     @classmethod
     def drops_pieces(cls) -> bool:
         """Whether the kind can act without some of its pieces (it implements :meth:`without_pieces`)."""
-        return cls.without_pieces is not ProgramBase.without_pieces
+        return cls.kind_can("drop_pieces")
+
+    @classmethod
+    def kind_can(cls, capability: str) -> bool:
+        """Whether the kind declares ``capability`` (one of :data:`CAPABILITIES`): it implements the hook. A
+        program of the kind may still lack it (:meth:`cannot` says why); a kind that lacks it never has it.
+
+        >>> from interp_rl.kinds.linear import LinearProgram
+        >>> from interp_rl.kinds.tree import TreeProgram
+        >>> LinearProgram.kind_can("from_scratch"), TreeProgram.kind_can("from_scratch")
+        (True, False)
+        """
+        if capability not in CAPABILITIES:
+            raise ValueError(f"Unknown capability {capability!r}; one of {', '.join(CAPABILITIES)}.")
+        hook = CAPABILITIES[capability][0]
+        owner = next(k for k in cls.__mro__ if hook in k.__dict__)  # who defines the hook (a classmethod too)
+        return owner is not ProgramBase
+
+    def cannot(self, capability: str) -> str | None:
+        """Why this program lacks ``capability`` (one line), or ``None`` when it has it. Kinds whose programs
+        differ (a mixture routed by one tree cannot drop experts) override it and ask ``super()`` first."""
+        if not type(self).kind_can(capability):
+            return CAPABILITIES[capability][1].format(kind=self.kind)
+        if capability == "exact_shapley" and not self.exact_shapley:
+            return f"This {self.kind} program has no exact Shapley rule; its values are estimated by sampling."
+        return None
+
+    def can(self, capability: str) -> bool:
+        """Whether this program has ``capability``: callers ask, rather than call the hook and catch a
+        ``TypeError`` (which would hide a bug inside the hook as "not supported")."""
+        return self.cannot(capability) is None
     action_low: np.ndarray
     action_high: np.ndarray
 

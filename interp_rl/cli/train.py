@@ -145,7 +145,6 @@ def _train_ars_program(kind: str, task: str, out_dir: Path, *, steps: int, seed:
                        start: Path | None, executor: str, ray_address: str | None, resume: bool,
                        settings: dict[str, Any], eval_episodes: int) -> None:
     """``train --algo ars --policy KIND``: :func:`distill.ars.run_ars_job` on the task's environment."""
-    import numpy as np
 
     from distill.ars import ARS, ars_settings, run_ars_job
     from envs import env_factory, task_signals
@@ -166,11 +165,9 @@ def _train_ars_program(kind: str, task: str, out_dir: Path, *, steps: int, seed:
     else:
         from interp_rl.program import PROGRAMS
 
-        try:  # a kind that can start with nothing learnt (its from_scratch hook); else --start is needed
-            PROGRAMS[kind].from_scratch(1, np.zeros(1), np.ones(1))  # type: ignore[attr-defined]
-        except TypeError:
+        if not PROGRAMS[kind].kind_can("from_scratch"):  # type: ignore[attr-defined] # else --start is needed
             raise InvalidParameterError(f"--policy {kind} searches a {kind} controller's pieces: give --start, a "
-                                        f"{kind} controller folder (interp-rl distill makes one).") from None
+                                        f"{kind} controller folder (interp-rl distill makes one).")
         origin = kind
     settings = {**ars_settings(default_hyperparams("ars", task)), **settings}
     ars = ARS(seed=seed, n_workers=workers, executor=executor, ray_address=ray_address, **settings)

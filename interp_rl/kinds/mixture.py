@@ -276,6 +276,12 @@ class MixtureProgram(ProgramBase):
             out["router_depth"] = max(t.depth for t in self.score_trees)
         return out
 
+    def cannot(self, capability: str) -> str | None:
+        """A mixture routed by one decision tree cannot drop experts (each router leaf names one)."""
+        if capability == "drop_pieces" and self.router == "tree":
+            return "A mixture routed by one decision tree names one expert per leaf: it has no next choice."
+        return super().cannot(capability)
+
     def without_pieces(self, drop: Sequence[int]) -> MixtureProgram:
         """:meth:`without_experts` (the pieces are the experts); refused for a routing tree."""
         if self.router == "tree":

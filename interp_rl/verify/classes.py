@@ -64,6 +64,19 @@ class ClassView(ProgramBase):
         return AffinePieces(assign, np.repeat(self.values[None, :], len(base.intercept), axis=0).reshape(n, 1),
                             np.zeros((n, 1, self.obs_dim)), labels)
 
+    def cannot(self, capability: str) -> str | None:
+        """The class played has regions when the scores do, and their pieces are constant or unbounded affine."""
+        if capability == "regions":
+            why = self.scores.cannot("regions")
+            if why is not None:
+                return why
+            low, high, squash = self.scores.action_low, self.scores.action_high, self._base().squash
+            bounded = squash != "clip" or np.any(np.isfinite(low)) or np.any(np.isfinite(high))
+            if bounded and np.any(self._base().coef):
+                return ("The class played by clipped or squashed affine scores is not decided region by region; use "
+                        "constant leaves for a discrete action")
+        return super().cannot(capability)
+
     def regions(self) -> list[Region]:
         """Each region of the scores cut where each class's score is the largest (constant pieces: the one class
         that wins there). Clipped affine scores are refused (the largest clipped score is not a polyhedron)."""

@@ -105,11 +105,8 @@ def verify(controller: Controller, properties: PropertySet | str | Path, *, stat
         if not _when_possible(p, lo, hi):
             raise PropertyError(f"Property {p.name!r}: `when` ({' and '.join(p.when_text)}) never holds in the "
                                 "domain; check its signs and numbers.")
-    why = ""
-    try:
-        regions = controller.program.regions()
-    except TypeError as exc:
-        regions, why = None, str(exc)
+    why = controller.program.cannot("regions") or ""
+    regions = controller.program.regions() if not why else None
     bounded = hasattr(controller.program, "action_bounds")
     verdicts = []
     for p in chosen:

@@ -351,10 +351,9 @@ class _Search:
 
 def _label(controller: Controller, x: np.ndarray) -> str:
     """The piece that acts at ``x`` (``equations``), or the program's kind."""
-    try:
-        pieces = controller.program.affine_pieces()
-    except TypeError:
+    if not controller.program.can("affine"):
         return controller.program.kind
+    pieces = controller.program.affine_pieces()
     p = int(pieces.assign(x[None, :])[0])
     return pieces.labels[p] if pieces.labels else f"piece {p}"
 

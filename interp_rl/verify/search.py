@@ -537,12 +537,11 @@ def teacher_verdict(search: TeacherSearch, prop: Property, controller: Any, teac
         a, t = np.asarray(controller.predict(x), dtype=np.float64)[0], np.asarray(teacher(x), dtype=np.float64)[0]
         gap = float(np.max(np.abs(a - t))) - prop.bound
         if gap > 0:
-            try:
+            region = controller.kind
+            if controller.program.can("affine"):
                 pieces = controller.program.affine_pieces()
                 p = int(pieces.assign(x)[0])
                 region = pieces.labels[p] if pieces.labels else f"piece {p}"
-            except TypeError:
-                region = controller.kind
             return Verdict(prop.name, "refuted", counterexample=Counterexample(
                 cex.state.copy(), a, region, prop.then_text[0], gap, cex.state.copy(), t, "teacher"),
                 seconds=search.seconds)
