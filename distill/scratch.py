@@ -132,7 +132,8 @@ class ScratchTrainer(BaseEstimator):
 
         kind = getattr(student, "program_kind", None)
         if kind not in PROGRAMS or not PROGRAMS[kind].kind_can("from_scratch"):  # type: ignore[index]
-            raise InterpRLError(f"ARS from scratch searches a kind that starts from zeros (a linear policy); this "
+            search = "CMA-ES" if self.algo == "cmaes" else "ARS"
+            raise InterpRLError(f"{search} from scratch searches a kind that starts from zeros (a linear policy); this "
                                 f"method's student is a {kind or type(student).__name__}, whose structure must be "
                                 "learnt first (distil it, then fine-tune with rl_search='ars').")
         env_fn = getattr(teacher, "env_fn", None)

@@ -488,7 +488,7 @@ def test_distill_moe_by_rl_from_scratch_trains_the_mixture_instead_of_distilling
                         (["--start", str(tmp_path / "a")], "Error: RL from scratch (scratch_steps) and a start "
                                                            "controller exclude each other: drop one."),
                         (["--scratch-algo", "td3"], "Error: The '--scratch-algo' option of interp-rl distill moe "
-                                                    "must be one of 'sac', 'ppo', 'a2c', 'trpo', 'ars'. Got 'td3' "
+                                                    "must be one of 'sac', 'ppo', 'a2c', 'trpo', 'ars', 'cmaes'. Got 'td3' "
                                                     "instead."),
                         (["--scratch-algo", "ars"], "Error: ARS from scratch searches a kind that starts from zeros (a "
                                                     "linear policy); this method's student is a mixture, whose "
