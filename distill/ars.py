@@ -346,16 +346,7 @@ class ARS(BaseEstimator):
         horizon = self.horizon or _horizon(env_fn, self.seed)
         t0 = time.perf_counter() - seconds
         if not resume and self.normalize and self.warmup_episodes and np.any(theta != 0.0):
-            # A warm start reads raw observations: its statistics first, then its parameters in those units, so
-            # the first perturbations are around the start itself (not around its numbers read as normalised).
-            env = env_fn(self.seed)
-            try:
-                for e in range(self.warmup_episodes):
-                    _, n, seen = _episode(program, env, _episode_seed(self.seed, WARMUP, 0, e), horizon)
-                    stats, env_steps = _merge(stats, seen), env_steps + n
-            finally:
-                env.close()
-            theta = layout.theta_for(*_moments(stats))
+            stats, env_steps, theta = warm_up(program, layout, env_fn, self.seed, self.warmup_episodes, horizon)
         while (steps is None or env_steps < steps) and (iterations is None or iteration < iterations):
             mean, std = _moments(stats) if self.normalize else (np.zeros(obs_dim), np.ones(obs_dim))
             deltas = rng.standard_normal((self.n_directions, layout.size))
@@ -399,29 +390,60 @@ class ARS(BaseEstimator):
                   "std": std, "seeds": [seeds[k] for k in c], "horizon": horizon,
                   "alive_bonus_offset": self.alive_bonus_offset, "env_fn": env_fn}
                  for c in chunks]
-        if self.executor == "ray":
-            parts = ray_map(evaluate_directions, specs, workers=self.n_workers, address=self.ray_address,
-                            nodes=self.ray_nodes_)
-        else:
-            parts = side_by_side([lambda _p, s=s: evaluate_directions(s) for s in specs], self.n_workers)
-        return [row for part in parts for row in part]
+        return map_chunks(evaluate_directions, specs, n_workers=self.n_workers, executor=self.executor,
+                          ray_address=self.ray_address, nodes=self.ray_nodes_)
 
     def _save(self, ckpt: Path, theta: np.ndarray, stats: tuple[float, np.ndarray, np.ndarray], rng: Any,
               history: list[dict[str, Any]], iteration: int, env_steps: int) -> None:
         """The arrays as ``ars_state_<iteration>.npz``, then the JSON naming them (atomic; older arrays removed)."""
-        name = f"ars_state_{iteration}.npz"
+        save_search_state(ckpt, STATE_JSON.removesuffix(".json"), iteration,
+                          {"theta": theta, "obs_mean": stats[1], "obs_m2": stats[2]},
+                          {"config": self._config(), "iteration": iteration, "env_steps": env_steps,
+                           "obs_count": stats[0], "rng": rng.bit_generator.state, "history": history})
 
-        def write(tmp: str) -> None:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, theta=theta, obs_mean=stats[1], obs_m2=stats[2])
 
-        atomic_write(ckpt / name, write)
-        state = {"config": self._config(), "iteration": iteration, "env_steps": env_steps,
-                 "obs_count": stats[0], "rng": rng.bit_generator.state, "arrays": name, "history": history}
-        atomic_write_text(ckpt / STATE_JSON, json.dumps(state, indent=1) + "\n")
-        for old in ckpt.glob("ars_state_*.npz"):
-            if old.name != name:
-                old.unlink(missing_ok=True)
+def warm_up(program: Any, layout: ParameterLayout, env_fn: EnvFn, seed: int, episodes: int, horizon: int
+            ) -> tuple[tuple[float, np.ndarray, np.ndarray], int, np.ndarray]:
+    """A warm start's observation statistics from ``episodes`` episodes of it, the steps they took, and its
+    parameters re-expressed in the normalised units those statistics define (a search then perturbs around the
+    start itself, not around its numbers read as normalised)."""
+    stats: tuple[float, np.ndarray, np.ndarray] = (0.0, np.zeros(program.obs_dim), np.zeros(program.obs_dim))
+    steps = 0
+    env = env_fn(seed)
+    try:
+        for e in range(episodes):
+            _, n, seen = _episode(program, env, _episode_seed(seed, WARMUP, 0, e), horizon)
+            stats, steps = _merge(stats, seen), steps + n
+    finally:
+        env.close()
+    return stats, steps, layout.theta_for(*_moments(stats))
+
+
+def map_chunks(fn: Callable[[dict[str, Any]], list[dict[str, Any]]], specs: list[dict[str, Any]], *,
+               n_workers: int, executor: str, ray_address: str | None, nodes: set[str]) -> list[dict[str, Any]]:
+    """``fn`` on every chunk's spec on ``n_workers`` forked processes or Ray tasks; the rows in chunk order."""
+    if executor == "ray":
+        parts = ray_map(fn, specs, workers=n_workers, address=ray_address, nodes=nodes)
+    else:
+        parts = side_by_side([lambda _p, s=s: fn(s) for s in specs], n_workers)
+    return [row for part in parts for row in part]
+
+
+def save_search_state(ckpt: Path, stem: str, iteration: int, arrays: dict[str, np.ndarray],
+                      state: dict[str, Any]) -> None:
+    """A search's arrays as ``<stem>_<iteration>.npz``, then ``<stem>.json`` naming them (both atomic; the JSON
+    last, so it never names arrays not yet written), older arrays removed."""
+    name = f"{stem}_{iteration}.npz"
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+
+    atomic_write(ckpt / name, write)
+    atomic_write_text(ckpt / f"{stem}.json", json.dumps({**state, "arrays": name}, indent=1) + "\n")
+    for old in ckpt.glob(f"{stem}_*.npz"):
+        if old.name != name:
+            old.unlink(missing_ok=True)
 
 
 def _moments(stats: tuple[float, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

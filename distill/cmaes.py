@@ -36,7 +36,6 @@ from sklearn.base import BaseEstimator
 
 from distill.ars import (
     EXECUTORS,
-    WARMUP,
     EnvFn,
     ParameterLayout,
     _episode,
@@ -46,11 +45,12 @@ from distill.ars import (
     _merge,
     _moments,
     ars_chunks,
+    map_chunks,
+    save_search_state,
+    warm_up,
 )
-from interp_rl._parallel import ray_map, side_by_side
 from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import InterpRLError
-from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.program import Controller, Program
 
 __all__ = ["CMAES", "evaluate_candidates", "search_for"]
@@ -238,14 +238,7 @@ class CMAES(BaseEstimator):
         horizon = self.horizon or _horizon(env_fn, self.seed)
         t0 = time.perf_counter() - seconds
         if not resume and self.normalize and self.warmup_episodes and np.any(m != 0.0):
-            env = env_fn(self.seed)
-            try:
-                for e in range(self.warmup_episodes):
-                    _, k, seen = _episode(program, env, _episode_seed(self.seed, WARMUP, 0, e), horizon)
-                    stats, env_steps = _merge(stats, seen), env_steps + k
-            finally:
-                env.close()
-            m = layout.theta_for(*_moments(stats))
+            stats, env_steps, m = warm_up(program, layout, env_fn, self.seed, self.warmup_episodes, horizon)
         while (steps is None or env_steps < steps) and (iterations is None or generation < iterations):
             mean, std = _moments(stats) if self.normalize else (np.zeros(obs_dim), np.ones(obs_dim))
             eigval, basis = np.linalg.eigh(cov)
@@ -294,30 +287,17 @@ class CMAES(BaseEstimator):
         specs = [{"layout": layout, "thetas": thetas[c], "mean": mean, "std": std, "seeds": [seeds[k] for k in c],
                   "horizon": horizon, "alive_bonus_offset": self.alive_bonus_offset, "env_fn": env_fn}
                  for c in chunks]
-        if self.executor == "ray":
-            parts = ray_map(evaluate_candidates, specs, workers=self.n_workers, address=self.ray_address,
-                            nodes=self.ray_nodes_)
-        else:
-            parts = side_by_side([lambda _p, s=s: evaluate_candidates(s) for s in specs], self.n_workers)
-        return [row for part in parts for row in part]
+        return map_chunks(evaluate_candidates, specs, n_workers=self.n_workers, executor=self.executor,
+                          ray_address=self.ray_address, nodes=self.ray_nodes_)
 
     def _save(self, ckpt: Path, m: np.ndarray, sigma: float, cov: np.ndarray, pc: np.ndarray, ps: np.ndarray,
               stats: tuple[float, np.ndarray, np.ndarray], rng: Any, history: list[dict[str, Any]],
               generation: int, env_steps: int) -> None:
         """The arrays as ``cmaes_state_<generation>.npz``, then the JSON naming them (atomic; older removed)."""
-        name = f"cmaes_state_{generation}.npz"
-
-        def write(tmp: str) -> None:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, mean=m, cov=cov, pc=pc, ps=ps, obs_mean=stats[1], obs_m2=stats[2])
-
-        atomic_write(ckpt / name, write)
-        state = {"config": self._config(), "iteration": generation, "env_steps": env_steps, "sigma": sigma,
-                 "obs_count": stats[0], "rng": rng.bit_generator.state, "arrays": name, "history": history}
-        atomic_write_text(ckpt / STATE_JSON, json.dumps(state, indent=1) + "\n")
-        for old in ckpt.glob("cmaes_state_*.npz"):
-            if old.name != name:
-                old.unlink(missing_ok=True)
+        save_search_state(ckpt, STATE_JSON.removesuffix(".json"), generation,
+                          {"mean": m, "cov": cov, "pc": pc, "ps": ps, "obs_mean": stats[1], "obs_m2": stats[2]},
+                          {"config": self._config(), "iteration": generation, "env_steps": env_steps, "sigma": sigma,
+                           "obs_count": stats[0], "rng": rng.bit_generator.state, "history": history})
 
 
 def search_for(search: str, teacher: Any, *, seed: int = 0, checkpoint_dir: str | Path | None = None) -> Any:
