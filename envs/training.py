@@ -172,10 +172,44 @@ def _save_buffer(model: Any, folder: Path, since: int = 0) -> None:
     first = 0 if buf.full else since // BUFFER_CHUNK
     for k in range(first, (n + BUFFER_CHUNK - 1) // BUFFER_CHUNK):
         rows = slice(k * BUFFER_CHUNK, min(n, (k + 1) * BUFFER_CHUNK))
-        _save_npz(folder / f"{k:05d}.npz", **{f: getattr(buf, f)[rows] for f in _BUFFER_FIELDS
-                                             if getattr(buf, f, None) is not None})
+        _save_npz(folder / f"{k:05d}.npz", **_packed({f: getattr(buf, f)[rows] for f in _BUFFER_FIELDS
+                                                      if getattr(buf, f, None) is not None}))
     atomic_write_text(folder / "position.json", json.dumps({"pos": int(buf.pos), "full": bool(buf.full),
                                                             "rows": int(n), "chunk": BUFFER_CHUNK}) + "\n")
+
+
+def _packed(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A chunk's arrays with ``next_observations`` kept only where it is not the next row's observation (episode
+    ends, the chunk's last row): within an episode each is the following row's ``observations``, so a chunk holds
+    each observation once, exactly (:func:`_unpacked` restores them).
+
+    >>> obs = np.array([[0.0], [1.0], [2.0], [9.0]])
+    >>> nxt = np.array([[1.0], [2.0], [3.0], [10.0]])  # an episode ended after row 2
+    >>> p = _packed({"observations": obs, "next_observations": nxt})
+    >>> p["next_observations_rows"].tolist(), np.array_equal(_unpacked(p)["next_observations"], nxt)
+    ([2, 3], True)
+    """
+    if "observations" not in arrays or "next_observations" not in arrays:
+        return arrays
+    out = dict(arrays)
+    obs, nxt = out["observations"], out.pop("next_observations")
+    same = np.zeros(len(nxt), dtype=bool)
+    same[:-1] = np.all((nxt[:-1] == obs[1:]).reshape(len(nxt) - 1, -1), axis=1)
+    keep = np.flatnonzero(~same)
+    out["next_observations_rows"], out["next_observations_at"] = keep, nxt[keep]
+    return out
+
+
+def _unpacked(arrays: Any) -> dict[str, np.ndarray]:
+    """A chunk's arrays as the buffer holds them (see :func:`_packed`; chunks written whole load as they are)."""
+    out = {k: np.asarray(arrays[k]) for k in (arrays.files if hasattr(arrays, "files") else arrays)}
+    if "next_observations_rows" in out:
+        obs = out["observations"]
+        nxt = np.empty_like(obs)
+        nxt[:-1] = obs[1:]
+        nxt[out.pop("next_observations_rows")] = out.pop("next_observations_at")
+        out["next_observations"] = nxt
+    return out
 
 
 def _load_buffer(model: Any, ckpt: Path) -> None:
@@ -192,10 +226,11 @@ def _load_buffer(model: Any, ckpt: Path) -> None:
         parts, pos, full = [ckpt / "replay_buffer.npz"], None, None
     start = 0
     for part in parts:
-        with np.load(part, allow_pickle=False) as z:
+        with np.load(part, allow_pickle=False) as npz:
+            z = _unpacked(npz)
             length = 0
             for f in _BUFFER_FIELDS:
-                if f in z.files:
+                if f in z:
                     target = getattr(buf, f)
                     saved = z[f]
                     if target.shape[1:] != saved.shape[1:] or start + len(saved) > len(target):
