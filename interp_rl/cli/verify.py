@@ -181,26 +181,27 @@ def _repair(ctrl: Any, path: Path, result: Any, props: Any, visited: Any, bounds
         return run_verify(c, result.properties, states=visited, task_bounds=bounds, names=only, teacher=neural,
                           seed=seed)
 
-    tried = []  # (name, repair result, its verification, the cuts made)
+    tried = []  # (repair result, its verification, the cuts made)
     cut = cut_leaves(result, data.observations, data.weights) if repair_by != "whole" else None
     if cut is not None:
         fixed = _refit(check(cut[0]), data)
-        tried.append(("split", fixed, check(fixed.controller), cut[1]))
+        tried.append((fixed, check(fixed.controller), cut[1]))
     elif repair_by == "split":
         out.print("Nothing to cut (not a tree, or no failing leaf straddles a one-feature condition of the "
                   "properties): the failing pieces are refitted whole.", markup=False)
     if repair_by != "split" or cut is None:
         fixed = _refit(result, data)
-        tried.append(("whole", fixed, check(fixed.controller), []))
+        tried.append((fixed, check(fixed.controller), []))
     before = _fidelity(ctrl, data)
-    for _, fixed, again, made in tried:
+    kept = {id(t[0]): _fidelity(t[0].controller, data) for t in tried}  # each repair's fidelity, computed once
+    for fixed, again, made in tried:
         proved = again.counts()["proved"]
         how = (f"cut {', '.join(made)}" + (f", then refitted the cut tree's {', '.join(fixed.pieces)}"
                                             if fixed.pieces else "") if made else f"refitted {', '.join(fixed.pieces)}")
         out.print(f"Repair by {'cutting' if made else 'refitting whole pieces'}: {how}; {proved} of "
-                  f"{len(again.verdicts)} proved after; {_fidelity(fixed.controller, data)[1]} "
+                  f"{len(again.verdicts)} proved after; {kept[id(fixed)][1]} "
                   f"({fixed.controller.program.size()['parameters']} parameters).", markup=False)
-    _, fixed, again, made = max(tried, key=lambda t: (t[2].counts()["proved"], _fidelity(t[1].controller, data)[0]))
+    fixed, again, made = max(tried, key=lambda t: (t[1].counts()["proved"], kept[id(t[0])][0]))
     fixed.controller.save(Path(out_dir) / "controller.json")
     refuted = ", ".join(v.name for v in result.verdicts if v.status == "refuted")
     cuts = f"cutting {', '.join(made)} and then " if made else ""
@@ -209,7 +210,7 @@ def _repair(ctrl: Any, path: Path, result: Any, props: Any, visited: Any, bounds
               f"their data {fixed.fit_before:.4g} -> {fixed.fit_after:.4g}){chosen}.", markup=False)
     for v in again.verdicts:
         out.print(f"  after repair: {v.name}: {v.status}", markup=False)
-    out.print(f"Fidelity before: {before[1]}; after: {_fidelity(fixed.controller, data)[1]}.", markup=False)
+    out.print(f"Fidelity before: {before[1]}; after: {kept[id(fixed)][1]}.", markup=False)
     simulated = episodes > 0
     if simulated and isinstance(ctrl.metadata.get("log"), dict):
         from envs import resolve_task
