@@ -35,6 +35,7 @@ from interp_rl._threads import one_blas_thread
 from interp_rl.errors import InterpRLError
 from interp_rl.interrupts import sigterm_as_interrupt
 from interp_rl.io import atomic_write, atomic_write_text, json_safe, remove_stale_temps
+from interp_rl.seeds import FAILURE_SEED_OFFSET
 
 __all__ = ["BenchResult", "RECORD_SCHEMA", "default_teachers_dir", "load_records", "prepare_teachers",
            "record_path", "run_cell", "run_suite", "teacher_command"]
@@ -113,8 +114,6 @@ def _save_npy(path: Path, array: np.ndarray) -> None:
     atomic_write(path, _w)
 
 
-#: Episodes of the failure rate start here, apart from the evaluation and selection seeds.
-FAILURE_SEED_OFFSET = 700_000
 
 
 #: A piece (expert, leaf) acting on fewer than this share of the controller's states is idle.

@@ -46,6 +46,7 @@ from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import InterpRLError, bad_value
 from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.program import Controller, Program
+from interp_rl.seeds import SELECTION_SEED_OFFSET
 
 __all__ = ["ARS", "ParameterLayout", "run_ars_job"]
 
@@ -550,7 +551,7 @@ def run_ars_job(ars: Any, start: Program | Controller | str, env_fn: EnvFn, out:
     est = clone(ars).set_params(checkpoint_dir=out / "checkpoint")
     resume = resume and (out / "checkpoint" / state_file).is_file()
     est.fit(start, env_fn, steps=steps, resume=resume, progress=progress)
-    held = evaluate(est.program_, env_fn, episodes=eval_episodes, seed=int(ars.seed) + 50_000, task=task)
+    held = evaluate(est.program_, env_fn, episodes=eval_episodes, seed=int(ars.seed) + SELECTION_SEED_OFFSET, task=task)
     config = {**est._config(), "n_workers": est.n_workers, "executor": est.executor, "steps": steps}
     controller = Controller(est.program_, list(features), list(actions), task=task,
                             metadata={"method": search, "start": kind, "config": config})

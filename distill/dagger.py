@@ -34,6 +34,7 @@ from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import DistillInterrupted, InterpRLError, bad_value
 from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.rollouts import episode_horizon, evaluate, mixture, run_episodes
+from interp_rl.seeds import ROLLOUT_SEED_STRIDE, SELECTION_SEED_OFFSET
 from interp_rl.teachers import Teacher, check_teacher
 
 __all__ = ["DAgger", "critic_weights", "fill_student", "rollout_mixture"]
@@ -41,9 +42,6 @@ __all__ = ["DAgger", "critic_weights", "fill_student", "rollout_mixture"]
 EnvFn = Callable[[int], Any]
 
 STATE_FILE = "dagger_state.json"
-#: Seeds of the episodes used to choose among rounds; the final report evaluates on seeds 0, 1, ...
-SELECTION_SEED_OFFSET = 50_000
-ROLLOUT_SEED_STRIDE = 100_000
 
 
 @dataclass

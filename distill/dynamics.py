@@ -34,6 +34,7 @@ import numpy as np
 from interp_rl.errors import InterpRLError, bad_value
 from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.program import Controller, Signal
+from interp_rl.seeds import DYNA_DATA_SEED_OFFSET, DYNA_ROLLOUT_SEED_OFFSET
 
 __all__ = [
     "AgentMaker",
@@ -623,7 +624,7 @@ def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_step
         data = Transitions.load(out / "data.npz")
         curve, done_iters, seconds = state["curve"], state["iterations_done"], state["seconds"]
     else:
-        data = collect_transitions(env_fn, initial_steps, seed=seed + 1_000_000)
+        data = collect_transitions(env_fn, initial_steps, seed=seed + DYNA_DATA_SEED_OFFSET)
         curve, done_iters, seconds = [], 0, 0.0
     agent = None
     t0 = time.perf_counter()
@@ -648,7 +649,7 @@ def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_step
         if it < iterations - 1:
             steps = per_iter if it < iterations - 2 else real_steps - len(data)
             data = data + collect_transitions(env_fn, steps, policy=_AgentPolicy(agent),
-                                              seed=seed + 2_000_000 + 10_000 * it, action_noise=0.1)
+                                              seed=seed + DYNA_ROLLOUT_SEED_OFFSET + 10_000 * it, action_noise=0.1)
         row = {"iteration": it, "real_steps": used, "return_mean": mean, "return_std": std,
                "model_terms": model.size()["nonzero_terms_per_member"],
                "seconds": seconds + time.perf_counter() - t0}

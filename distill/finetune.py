@@ -19,17 +19,16 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from distill.dagger import SELECTION_SEED_OFFSET
 from distill.tree import TreePolicy
 from interp_rl._validation import check_float, check_int
 from interp_rl.errors import bad_value
 from interp_rl.kinds.tree import TreeProgram
 from interp_rl.rollouts import evaluate, run_episodes
+from interp_rl.seeds import SELECTION_SEED_OFFSET, TUNING_SEED_OFFSET
 
 __all__ = ["LeafTuner"]
 
 EnvFn = Callable[[int], Any]
-TUNING_SEED_OFFSET = 200_000
 
 
 class _LeafParams:

@@ -26,6 +26,7 @@ from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import DistillInterrupted, InterpRLError, bad_value
 from interp_rl.io import atomic_write_text, json_safe
 from interp_rl.program import Signal
+from interp_rl.seeds import RESTART_SEED_OFFSET, RL_LEVELS_SEED_OFFSET, SWEEP_SEED_OFFSET
 from interp_rl.teachers import Teacher, check_teacher
 
 if TYPE_CHECKING:
@@ -35,9 +36,6 @@ __all__ = ["CONFIG_FILE", "METRICS_FILE", "Distillation", "refit_like", "run_job
 
 log = logging.getLogger(__name__)
 CHECKPOINT_DIR = "checkpoint"
-#: The further held-out episodes that choose between fine-tuned DART levels (``rl_levels='each'``) start here,
-#: apart from DAgger's selection, the restarts' and the fine-tuning's own.
-RL_LEVELS_SEED_OFFSET = 31_000_000
 
 
 def _numbers(text: Any, name: str, example: str, *, none: bool = False) -> list[Any]:
@@ -420,7 +418,7 @@ class Distillation(BaseEstimator):
             raise bad_value("restarts", "Distillation", f"1 for a {type(student).__name__} (it takes no seed)",
                             self.restarts)
         base = int(params.get("random_state") or 0)
-        seed = dagger.seed + 30_000_000
+        seed = dagger.seed + RESTART_SEED_OFFSET
         t0 = time.perf_counter()
         rows, students = [], []
         for k in range(self.restarts):
@@ -460,7 +458,6 @@ class Distillation(BaseEstimator):
     def _run_sweep(self, dagger: DAgger, teacher: Teacher, env_fn: Callable[[int], Any],
                    progress: Callable[[dict[str, Any]], None] | None) -> Any:
         """Refit DAgger's student at each sweep value on the selected round's data; keep the sparsest good one."""
-        from distill.dagger import SELECTION_SEED_OFFSET
         from interp_rl.rollouts import evaluate
 
         n = dagger.n_samples_used_
@@ -473,7 +470,7 @@ class Distillation(BaseEstimator):
         for value in [start, *[v for v in self._sweep_values() if v != start]]:
             student = clone(base).set_params(**{self.sweep_param: value})
             student = student.fit(X, y, sample_weight=w) if dagger.weighting_ == "critic" else student.fit(X, y)
-            res = evaluate(student, env_fn, self.sweep_episodes, seed=dagger.seed + SELECTION_SEED_OFFSET + 10_000,
+            res = evaluate(student, env_fn, self.sweep_episodes, seed=dagger.seed + SWEEP_SEED_OFFSET,
                            n_envs=dagger.n_envs)
             size = student.to_controller().size()
             row = {"sweep": self.sweep_param, "value": value, **size, "return_mean": res.mean_return,

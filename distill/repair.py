@@ -34,13 +34,11 @@ from interp_rl._validation import check_float, check_int
 from interp_rl.compare import half_of_teacher
 from interp_rl.io import atomic_write_text, json_safe
 from interp_rl.rollouts import mixture, run_episodes
+from interp_rl.seeds import REPAIR_SEED_OFFSET, REPAIR_SELECTION_SEED_OFFSET
 from interp_rl.teachers import Teacher, check_teacher
 
 __all__ = ["REPAIR_SEED_OFFSET", "FailureRepair", "held_out_score", "repair_controller"]
 
-#: Repair episodes start at ``seed + REPAIR_SEED_OFFSET``; its selection episodes at that plus 5,000,000. Both lie
-#: apart from distillation's, selection's, evaluation's and diagnosis's seeds.
-REPAIR_SEED_OFFSET = 20_000_000
 
 
 def _progress_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -115,7 +113,7 @@ class FailureRepair(BaseEstimator):
         check_int(self.seed, "seed", owner, low=0)
 
     def _score(self, student: Any, env_fn: Callable[[int], Any]) -> tuple[float, float, float]:
-        return held_out_score(student, env_fn, self.select_episodes, self.seed + REPAIR_SEED_OFFSET + 5_000_000,
+        return held_out_score(student, env_fn, self.select_episodes, self.seed + REPAIR_SELECTION_SEED_OFFSET,
                               n_envs=self.n_envs)
 
     def fit(self, student: Any, teacher: Teacher, env_fn: Callable[[int], Any] | None, X: np.ndarray,

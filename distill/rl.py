@@ -44,18 +44,17 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from distill.dagger import SELECTION_SEED_OFFSET
 from interp_rl._threads import torch_threads
 from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import DistillInterrupted, InterpRLError, bad_value
 from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.rollouts import evaluate
+from interp_rl.seeds import RL_SEED_OFFSET, SELECTION_SEED_OFFSET
 from interp_rl.teachers import Teacher, check_teacher
 
 __all__ = ["CriticTuner"]
 
 EnvFn = Callable[[int], Any]
-RL_SEED_OFFSET = 300_000
 STATE_JSON, STATE_NPZ = "rl_state.json", "rl_state.npz"
 _COUNTERS = ("_elapsed_steps", "_current_step")  # TimeLimit's and TimeFeatureWrapper's step counters
 

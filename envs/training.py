@@ -36,12 +36,12 @@ from interp_rl.errors import InvalidParameterError, TrainInterrupted
 from interp_rl.interrupts import sigterm_as_interrupt
 from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.rollouts import evaluate
+from interp_rl.seeds import TRAIN_EVAL_SEED_OFFSET
 
 __all__ = ["TrainConfig", "TrainInterrupted", "check_config", "default_hyperparams", "train_teacher"]
 
 _OFF_POLICY = {"sac", "td3", "ddpg", "tqc", "dqn"}
 _ACTIVATIONS = {"relu": "ReLU", "tanh": "Tanh", "elu": "ELU", "leaky_relu": "LeakyReLU"}
-_EVAL_SEED_OFFSET = 1_000_000
 _SETTINGS = {"normalize", "n_envs", "noise_type", "noise_std", "policy"}
 
 
@@ -328,7 +328,7 @@ class _Run:
         env_fn = env_factory(self.task, self.cfg.env_variant())
         teacher = SB3Teacher(model, self.algo, self.task, normalizer=self.normalizer(model), env_fn=env_fn)
         result = evaluate(teacher, env_fn, self.cfg.eval_episodes,
-                          seed=self.cfg.seed + _EVAL_SEED_OFFSET, task=self.task)
+                          seed=self.cfg.seed + TRAIN_EVAL_SEED_OFFSET, task=self.task)
         return result.mean_return
 
     def record(self, model: Any) -> None:

@@ -47,12 +47,12 @@ from interp_rl.errors import InvalidParameterError
 from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.kinds.forest import COMMAND_FEATURES, ForestProgram, forest_from_sklearn
 from interp_rl.program import Controller
+from interp_rl.seeds import TRAIN_EVAL_SEED_OFFSET
 
 __all__ = ["ESTIMATORS", "CommandEnv", "CommandObservation", "UDRLConfig", "command_env_factory", "train_udrl"]
 
 #: ``--estimator`` choices: a forest of the ICAART 2025 paper, one tree, or the paper's network.
 ESTIMATORS = ("forest", "extra-trees", "tree", "nn")
-_EVAL_SEED_OFFSET = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -463,6 +463,6 @@ def _fit(cfg: UDRLConfig, buffer: list[_Episode], rng: np.random.Generator, runn
 def _evaluate(runner: _Runner, behaviour: _Behaviour, command: tuple[float, float], cfg: UDRLConfig,
               episodes: int | None = None) -> tuple[float, list[float]]:
     rng = np.random.default_rng(0)  # greedy episodes draw nothing; the generator is only passed along
-    returns = [runner.episode(_EVAL_SEED_OFFSET + cfg.seed * 1000 + i, rng, behaviour, command, greedy=True).ret
+    returns = [runner.episode(TRAIN_EVAL_SEED_OFFSET + cfg.seed * 1000 + i, rng, behaviour, command, greedy=True).ret
                for i in range(episodes if episodes is not None else cfg.eval_episodes)]
     return float(np.mean(returns)), returns

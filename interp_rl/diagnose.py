@@ -40,14 +40,13 @@ from interp_rl.evidence import DistillationData, nearest_examples, typical_spaci
 from interp_rl.piece_graph import PieceGraph, cluster_states, piece_graph
 from interp_rl.program import Controller
 from interp_rl.rollouts import run_episodes
+from interp_rl.seeds import DIAGNOSE_SEED
 from interp_rl.simstate import SimState
 from interp_rl.teachers import Teacher, check_teacher
 
 __all__ = ["DIAGNOSE_SEED", "CriticalState", "Diagnosis", "FailedEpisode", "Takeover", "critic_gaps", "diagnose",
            "failure_interval", "failure_profile", "points_of_no_return"]
 
-#: First reset seed of a diagnosis: far from the seeds distillation, selection and evaluation use.
-DIAGNOSE_SEED = 10_000_000
 
 Progress = Callable[[str, int, int], None]
 

@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.studies._common import add_out, new_report, parse, read_json, write_json, write_report
+from interp_rl.seeds import STUDY_EVAL_SEED
 
 __all__ = ["main", "ray_cluster", "report", "scratch", "workers"]
 
 OUT = "benchmarks/results/ars"
 #: The RL Baselines3 Zoo's ARS agent on HalfCheetah (a linear policy), played on -v5 (issue 30's measurement).
 ZOO = {"HalfCheetah-v5": 5138.0}
-EVAL_SEED = 1000
 
 
 def ars_task_settings(env: str) -> dict[str, Any]:
@@ -90,7 +90,7 @@ def scratch(env: str, steps: int, seeds: list[int], workers: int, work: Path, ep
         else:
             metrics = _job(env, folder, steps=steps, seed=seed, workers=workers)
         ctrl = load_controller(folder)
-        played = evaluate(ctrl.program, env_factory(env), episodes, seed=EVAL_SEED, task=env)
+        played = evaluate(ctrl.program, env_factory(env), episodes, seed=STUDY_EVAL_SEED, task=env)
         (out / "controllers").mkdir(parents=True, exist_ok=True)
         shutil.copyfile(folder / "controller.json", out / "controllers" / f"{env}-linear-seed{seed}.json")
         rows.append({
@@ -101,7 +101,7 @@ def scratch(env: str, steps: int, seeds: list[int], workers: int, work: Path, ep
         })
         print(f"seed {seed}: {played.mean_return:.1f} over {episodes} episodes (worst {min(played.returns):.1f}), "
               f"{metrics['env_steps']} steps, {metrics['wall_seconds']:.0f} s", flush=True)
-    return {"env": env, "steps": steps, "workers": workers, "episodes": episodes, "eval_seed": EVAL_SEED,
+    return {"env": env, "steps": steps, "workers": workers, "episodes": episodes, "eval_seed": STUDY_EVAL_SEED,
             "settings": ars_task_settings(env), "zoo": ZOO.get(env), "runs": rows}
 
 

@@ -40,12 +40,12 @@ from typing import Any
 import numpy as np
 
 from benchmarks.studies._common import add_out, new_report, parse, read_json, write_json, write_report
+from interp_rl.seeds import STUDY_EVAL_SEED, TRAIN_EVAL_SEED_OFFSET
 
 __all__ = ["PAPER", "READ", "baseline_run", "main", "play_udrl", "read", "read_forest", "report", "run", "udrl_run"]
 
 OUT = "benchmarks/results/udrl"
 WORK = "udrl-runs"
-EVAL_SEED = 1000
 #: The paper's setting, quoted in every report for context (kept here so the report rebuilds identically).
 PAPER = ("Cardenas-Cartagena, Falzari, Zullich and Sabatelli (ICAART 2025) compare random forests, extra trees and a "
          "network as UDRL's behaviour function on CartPole-v0, Acrobot-v1 and LunarLander-v2 for 500 iterations of "
@@ -63,7 +63,7 @@ _ENSEMBLE = {"forest": "random forest", "extra-trees": "extra-trees ensemble", "
 _UDRL_OWN = ("task", "steps", "out", "seed", "estimator")
 
 
-def play_udrl(folder: Path, episodes: int, seed: int = EVAL_SEED) -> tuple[Any, Any]:
+def play_udrl(folder: Path, episodes: int, seed: int = STUDY_EVAL_SEED) -> tuple[Any, Any]:
     """Play the saved UDRL controller in ``folder`` greedily at the command it was saved with.
 
     Returns
@@ -143,7 +143,7 @@ def udrl_run(task: str, steps: int, seed: int, estimator: str, work: Path, episo
     dict
         The run: ``method`` (``udrl``), ``estimator``, ``seed``, ``env_steps``, ``wall_seconds`` (the iterations'
         seconds, their evaluations included, the random warm-up not), ``returns`` (every episode), ``played``
-        (``controller``: the saved controller at its command, seeds ``EVAL_SEED`` on; ``train_udrl``: the
+        (``controller``: the saved controller at its command, seeds ``STUDY_EVAL_SEED`` on; ``train_udrl``: the
         network, which writes no controller, by ``train_udrl``'s own final evaluation), ``size``, ``command``,
         ``train_eval`` (``train_udrl``'s final evaluation), ``same_as_train_eval`` and ``train_eval_gap`` (the
         controller replayed on those seeds gives those returns; the largest difference) and the curves
@@ -161,7 +161,7 @@ def udrl_run(task: str, steps: int, seed: int, estimator: str, work: Path, episo
         cfg.check()
     except (TypeError, InterpRLError) as err:
         raise SystemExit(f"Error: --udrl-hp: {' '.join(str(err).split())}") from None
-    expect = {"episodes": episodes, "eval_seed": EVAL_SEED,
+    expect = {"episodes": episodes, "eval_seed": STUDY_EVAL_SEED,
               "settings": {k: v for k, v in {"algo": "udrl", **asdict(cfg)}.items() if k != "out"}}
     kept = _kept_row(out, folder.name, expect)
     if kept is not None:
@@ -193,7 +193,7 @@ def udrl_run(task: str, steps: int, seed: int, estimator: str, work: Path, episo
         returns, played, same = list(train_eval["returns"]), "train_udrl", None
     else:
         ctrl, result = play_udrl(folder, episodes)
-        _, replay = play_udrl(folder, len(train_eval["returns"]), seed=1_000_000 + seed * 1000)
+        _, replay = play_udrl(folder, len(train_eval["returns"]), seed=TRAIN_EVAL_SEED_OFFSET + seed * 1000)
         # train_udrl sums an episode's rewards with numpy's pairwise sum, the rollout engine one by one: the same
         # episodes can differ in the last bits of their returns (not on CartPole, whose rewards are whole numbers)
         gap = float(np.max(np.abs(np.subtract(replay.returns, train_eval["returns"]))))
@@ -235,7 +235,7 @@ def baseline_run(algo: str, task: str, steps: int, seed: int, work: Path, episod
     -------
     dict
         The run: ``method`` (the algorithm), ``seed``, ``env_steps``, ``wall_seconds`` (training with its
-        checkpoint evaluations), ``returns`` (every episode, seeds ``EVAL_SEED`` on), ``model_step`` (the saved
+        checkpoint evaluations), ``returns`` (every episode, seeds ``STUDY_EVAL_SEED`` on), ``model_step`` (the saved
         model is the best evaluated checkpoint), ``size`` (the acting network's parameters), ``curve``
         (``[step, evaluation return]``) and ``config``.
     """
@@ -248,7 +248,7 @@ def baseline_run(algo: str, task: str, steps: int, seed: int, work: Path, episod
     cfg = TrainConfig(algo, task, steps, str(folder), seed=seed, checkpoint_every=every, hyperparams=hp,
                       eval_episodes=5)
     config_file = folder / "train_config.json"
-    expect = {"episodes": episodes, "eval_seed": EVAL_SEED, "settings": {
+    expect = {"episodes": episodes, "eval_seed": STUDY_EVAL_SEED, "settings": {
         "algo": algo, "task": task, "steps": steps, "seed": seed, "checkpoint_every": every, "eval_episodes": 5,
         "hyperparams": cfg.resolved_hyperparams()}}
     kept = _kept_row(out, folder.name, expect)
@@ -278,7 +278,7 @@ def baseline_run(algo: str, task: str, steps: int, seed: int, work: Path, episod
             raise SystemExit(f"Error: {' '.join(str(err).split())}") from None
     teacher = load_teacher(folder)
     assert teacher.env_fn is not None
-    result = evaluate(teacher, teacher.env_fn, episodes, seed=EVAL_SEED, task=teacher.task)
+    result = evaluate(teacher, teacher.env_fn, episodes, seed=STUDY_EVAL_SEED, task=teacher.task)
     history = meta["history"]
     row = {
         "method": algo, "estimator": "", "seed": seed, "env_steps": int(meta["steps"]),
@@ -346,7 +346,7 @@ def run(task: str, steps: int, seeds: list[int], estimators: list[str], baseline
     record: dict[str, Any] = {}
     for job in jobs:
         runs.append(job())
-        record = {"task": task, "steps": steps, "seeds": seeds, "episodes": episodes, "eval_seed": EVAL_SEED,
+        record = {"task": task, "steps": steps, "seeds": seeds, "episodes": episodes, "eval_seed": STUDY_EVAL_SEED,
                   "estimators": estimators, "baselines": baselines, "udrl_hp": udrl_items, "baseline_hp": base_items,
                   "eval_every": every, "notes": notes, "settings": _settings(runs),
                   "runs": [{k: v for k, v in r.items() if k != "config"} for r in runs], "planned_runs": len(jobs),
@@ -368,7 +368,8 @@ def read_forest(row: dict[str, Any], task: str, work: Path, leaves: int, episode
     -------
     dict or None
         The tree's row: ``estimator`` and ``seed`` (the forest's), ``returns`` (the forest's episodes, seeds
-        ``EVAL_SEED`` on), ``size`` (``leaves``, ``depth``, ``parameters``), ``fidelity`` (``interp-rl distill``'s, on
+        ``STUDY_EVAL_SEED`` on),
+        ``size`` (``leaves``, ``depth``, ``parameters``), ``fidelity`` (``interp-rl distill``'s, on
         the forest's states and on its own: ``r2``, and on a discrete task ``agreement``, the share of states on which
         the tree plays the forest's class),
         ``distill_seconds``, ``rules`` (``rules.txt``) and ``settings``.
@@ -382,7 +383,7 @@ def read_forest(row: dict[str, Any], task: str, work: Path, leaves: int, episode
 
     name = f"{task}-udrl-{row['estimator']}-seed{row['seed']}"
     settings = {**READ, "max_leaves": leaves, "seed": int(row["seed"])}
-    expect = {"episodes": episodes, "eval_seed": EVAL_SEED, "settings": settings,
+    expect = {"episodes": episodes, "eval_seed": STUDY_EVAL_SEED, "settings": settings,
               "forest": {"parameters": row["size"]["parameters"], "command": row["command"]}}
     kept = _kept_row(out, f"{name}-tree", expect)
     if kept is not None:

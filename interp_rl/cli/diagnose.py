@@ -16,6 +16,7 @@ from interp_rl.cli._app import (
     out,
 )
 from interp_rl.errors import InterpRLError
+from interp_rl.seeds import TRAIN_EVAL_SEED_OFFSET
 
 
 @app.command()
@@ -110,7 +111,8 @@ def diagnose(
 
             repaired = repair_controller(controller if controller.is_dir() else controller.parent, t,
                                          out_dir / "repaired", rounds=repair_rounds, episodes=repair_episodes,
-                                         window=window, measure_episodes=episodes, measure_seed=d.seed + 1_000_000,
+                                         window=window, measure_episodes=episodes,
+                                         measure_seed=d.seed + TRAIN_EVAL_SEED_OFFSET,
                                          seed=0 if seed is None else seed, progress=on_repair)
     paths = write_diagnosis(d, out_dir, command=_rerun_command(False), repair=repaired)
     lo, hi = d.rate_interval
