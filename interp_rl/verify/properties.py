@@ -52,12 +52,18 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+import interp_rl.verify.report as report
 from interp_rl.errors import InterpRLError
 from interp_rl.program import Signal
+
+if TYPE_CHECKING:
+    from interp_rl.program import Controller
+    from interp_rl.verify.prove import Verdict
+    from interp_rl.verify.search import TeacherSearch
 
 __all__ = ["DOMAIN_SOURCES", "KINDS", "Domain", "Inequality", "Property", "PropertyError", "PropertySet",
            "load_properties", "parse_properties"]
@@ -180,6 +186,22 @@ class Property:
         """The property as people wrote it: ``when A and B: C``."""
         head = f"when {' and '.join(self.when_text)}: " if self.when_text else ""
         return head + ", ".join(self.then_text)
+
+    def detail(self, verdict: Verdict, controller: Controller, precision: int = 4) -> str | None:
+        """Its paragraph in the report: where it is refuted, or why it is unknown (``None`` when proved)."""
+        if verdict.counterexample is not None:
+            return report.counterexample_detail(verdict.name, verdict.counterexample, controller, precision)
+        if verdict.status == "unknown":
+            return f"{verdict.name}: unknown: {verdict.reason}."
+        return None
+
+    def teacher_detail(self, verdict: Verdict, search: TeacherSearch | None, controller: Controller,
+                       precision: int = 4) -> str | None:
+        """Its paragraph on the teacher in the report: the teacher's worst counterexample (``None``: none found)."""
+        if self.kind == "teacher":
+            return report.teacher_gives_detail(verdict.name, verdict.counterexample, controller, precision)
+        return None if search is None else report.teacher_counterexample_detail(verdict.name, search, controller,
+                                                                                 precision)
 
 
 @dataclass
