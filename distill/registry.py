@@ -184,6 +184,9 @@ class Method:
     """What the picture's shading or widths mean, for reports."""
     budgets: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Named recipes besides the default (``--budget long``): settings over the defaults, under the user's own."""
+    size_options: tuple[str, ...] = ()
+    """Options besides ``size`` that fix the controller's size: given one of them (or ``size``), a method whose
+    default sweeps its size (``sweep``) keeps the size given instead."""
 
     def option(self, name: str) -> Option:
         for opt in self.options:
@@ -242,6 +245,9 @@ class Method:
         if chosen is None:
             raise bad_value(spell("budget"), owner, "a budget's name", budget)
         resolved = {**defaults, **chosen, **settings}
+        sized = any(name in settings for name in (self.size, *self.size_options))
+        if sized and "sweep" not in settings and "sweep" not in chosen and resolved.get("sweep"):
+            resolved["sweep"] = ""  # a size given is the size kept: a default sweep chooses one only when none is
         try:
             for j in JOB_OPTIONS:
                 check_int(resolved[j.name], j.name, owner, low=j.low)

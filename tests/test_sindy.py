@@ -267,6 +267,22 @@ def test_method_is_registered_with_its_options() -> None:
         METHODS["tree"].resolve({"sweep": "four"})
 
 
+def test_distill_sindy_without_a_size_sweeps_it_and_a_size_given_is_kept() -> None:
+    method = METHODS["sindy"]
+    # no size given: the threshold alone and 8, 16, 32 or 64 terms, the sparsest within 5% of the best kept
+    plain = method.build(method.resolve({}))
+    assert plain.sweep == "8,16,32,64" and plain.sweep_param == "max_terms" and plain.sweep_tolerance == 0.05
+    student = plain.dagger.student
+    assert student.max_terms is None and student.terms_per_action == 0
+    # a size given (the whole controller's or each action's) is the size kept; an explicit sweep is the user's
+    assert method.resolve({"max_terms": 20})["sweep"] == ""
+    assert method.resolve({"terms_per_action": 8})["sweep"] == ""
+    assert method.resolve({"max_terms": 60, "sweep": "10,60"})["sweep"] == "10,60"
+    assert method.resolve({"sweep": ""})["sweep"] == ""
+    # other methods have no default sweep, whatever is given
+    assert METHODS["tree"].resolve({})["sweep"] == "" and METHODS["tree"].resolve({"max_leaves": 8})["sweep"] == ""
+
+
 def test_dagger_fits_a_sindy_student_from_a_real_teacher(teachers, single_torch_thread) -> None:
     teacher = teachers["sac_swimmer"]
     dagger = DAgger(SINDyPolicy(max_terms=10), n_iter=1, steps=1000, eval_episodes=1, seed=0).fit(teacher)
