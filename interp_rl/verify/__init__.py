@@ -8,6 +8,12 @@ concrete counterexample state, or ``unknown`` with the reason. Beside the proof,
 visited states that break each property is measured, with a Clopper-Pearson upper bound (the check
 Veri_HVAC runs on historical data).
 
+The layers: property files are read into :class:`Property` objects, one registered class per kind
+(:mod:`interp_rl.verify.properties`, the built-ins in :mod:`interp_rl.verify.kinds`), each carrying how
+it is decided, searched, checked on samples and told; :func:`verify` (:mod:`interp_rl.verify.engine`)
+runs them over a controller into a :class:`Verification` (:mod:`interp_rl.verify.result`), which
+:mod:`interp_rl.verify.report` renders.
+
 Examples
 --------
 >>> import numpy as np
@@ -35,14 +41,18 @@ Examples
 [('hot room', 'proved'), ('cold room', 'proved')]
 """
 
+from interp_rl.verify import kinds  # noqa: F401  (registers the built-in property kinds)
 from interp_rl.verify.engine import verify
 from interp_rl.verify.properties import (
+    PROPERTY_KINDS,
     Domain,
     Property,
     PropertyError,
     PropertySet,
+    Table,
     load_properties,
     parse_properties,
+    register_property,
 )
 from interp_rl.verify.prove import Counterexample, Verdict
 from interp_rl.verify.result import CONFIDENCE, Sampled, Verification, clopper_pearson_upper
@@ -52,3 +62,4 @@ __all__ = ["Counterexample", "Domain", "Property", "PropertyError", "PropertySet
            "Verification", "clopper_pearson_upper", "load_properties", "parse_properties", "verify"]
 __all__ += ["TeacherSearch", "search_policy"]  # the teacher, side by side
 __all__ += ["CONFIDENCE"]
+__all__ += ["PROPERTY_KINDS", "Table", "register_property"]  # new kinds of property

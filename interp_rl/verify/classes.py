@@ -149,36 +149,36 @@ def class_view(controller: Controller) -> Controller | None:
 
 
 def _plays(view_ctrl: Controller, props: list[Any], p: int, c: int, lo: np.ndarray, hi: np.ndarray) -> bool:
-    """Whether piece ``p`` playing class ``c`` on all of its region keeps every ``rule``/``range`` property."""
-    from interp_rl.verify.prove import decide
-
+    """Whether piece ``p`` playing class ``c`` on all of its region keeps every property said state by state
+    (``rule``, ``range``: :attr:`~interp_rl.verify.properties.Property.pointwise`)."""
     view: ClassView = view_ctrl.program  # type: ignore[assignment]
     n = view.obs_dim
     k = len(view.values)
     fixed = [dataclasses.replace(r, piece=p * k + c, intercept=view.values[c:c + 1], coef=np.zeros((1, n)))
              for r in view.scores.regions() if r.piece == p]
-    return all(decide(view_ctrl, prop, lo, hi, fixed).status == "proved" for prop in props
-               if prop.kind in ("rule", "range"))
+    return all(prop.decide(view_ctrl, lo, hi, fixed).status == "proved" for prop in props if prop.pointwise)
 
 
 def repair_classes(verification: Any, observations: np.ndarray, targets: np.ndarray,
                    weights: np.ndarray | None = None, *, margin: float = 1e-3, rounds: int = 20) -> Any:
     """Repair a class view's refuted properties by choosing the class some pieces of the scores play.
 
-    A piece that breaks a ``rule`` or ``range`` property plays, on its whole region, the class that keeps every
+    A piece that breaks a ``rule`` or ``range`` property (one said state by state:
+    :attr:`~interp_rl.verify.properties.Property.pointwise`) plays, on its whole region, the class that keeps every
     such property and that its data shows most (with no data, the one nearest in value to the class it played).
-    Where a ``monotone`` property breaks as the feature crosses from
-    one piece into the next, the later piece plays the earlier one's class (if that keeps the rules); this repeats
+    Where a ``monotone`` property (:attr:`~interp_rl.verify.properties.Property.mend_pairs`) breaks as the feature
+    crosses from one piece into the next, the later piece plays the earlier one's class (if that keeps the rules);
+    this repeats
     until the properties are proved or ``rounds`` pass. Each chosen class is made to win by ``margin`` throughout
     the piece's region by refitting that piece's scores (:func:`interp_rl.verify.repair.repair`); the structure is
     kept. ``targets`` are the class scores fitted (one-hot rows of the logged classes). Returns a
     :class:`~interp_rl.verify.repair.RepairResult` whose controller is the repaired *score* controller.
     """
+    from interp_rl.verify.kinds.rule import RuleProperty
     from interp_rl.verify.properties import Inequality, Property, PropertySet
-    from interp_rl.verify.prove import Verdict, decide
+    from interp_rl.verify.prove import Verdict
     from interp_rl.verify.repair import RepairResult, repair
     from interp_rl.verify.result import Verification
-    from interp_rl.verify.slopes import decide_slope
 
     view_ctrl: Controller = verification.controller
     view: ClassView = view_ctrl.program  # type: ignore[assignment]
@@ -197,13 +197,13 @@ def repair_classes(verification: Any, observations: np.ndarray, targets: np.ndar
     for _ in range(rounds):
         cur_view = class_view(current)
         assert cur_view is not None
-        verdicts = [decide(cur_view, p, lo, hi) if p.kind in ("rule", "range") else
-                    decide_slope(cur_view, p, lo, hi) if p.kind in ("monotone", "lipschitz") else None for p in props]
+        regions = None if cur_view.program.cannot("regions") else cur_view.program.regions()
+        verdicts = [p.decide(cur_view, lo, hi, regions) for p in props]
         changed = False
         for prop, v in zip(props, verdicts, strict=True):
-            if v is None or v.status != "refuted":
+            if v.status != "refuted":
                 continue
-            if prop.kind in ("rule", "range"):
+            if prop.pointwise:
                 for q in sorted({q // k for q in v.failing}):
                     allowed = [c for c in range(k) if _plays(cur_view, props, q, c, lo, hi)]
                     if not allowed:
@@ -216,7 +216,7 @@ def repair_classes(verification: Any, observations: np.ndarray, targets: np.ndar
                                key=lambda cs: (cs[1], -abs(float(view.values[cs[0]] - view.values[now]))))[0]
                     changed |= forced.get(q) != best
                     forced[q] = best
-            elif prop.kind == "monotone" and v.counterexample is not None:
+            elif prop.mend_pairs and v.counterexample is not None:
                 cex = v.counterexample
                 assert cex.other_state is not None
                 first = int(base.assign(cex.state[None, :])[0])
@@ -236,12 +236,13 @@ def repair_classes(verification: Any, observations: np.ndarray, targets: np.ndar
                     changed = True
         if not changed:
             break
-        synthetic, fake = [], []
+        synthetic: list[Property] = []
+        fake = []
         for q, best in sorted(forced.items()):
             then = [Inequality(np.zeros(n), np.eye(k)[j] - np.eye(k)[best], -margin, False,
                                f"score of class {best + 1} above class {j + 1}", names) for j in range(k) if j != best]
             name = f"piece {q} plays class {best + 1}"
-            synthetic.append(Property(name, "rule", then=then))
+            synthetic.append(RuleProperty(name, then=then))
             fake.append(Verdict(name, "refuted", failing=[q]))
         result = repair(scores_ctrl, Verification(scores_ctrl, PropertySet(synthetic), lo, hi, fake), X, targets,
                         weights)

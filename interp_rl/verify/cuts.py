@@ -72,20 +72,22 @@ def cut_leaves(verification: Any, observations: np.ndarray, weights: np.ndarray 
     is nothing to cut (not a tree, no such property, or every cut redundant). The data set each new leaf's share
     (``n_samples``)."""
     from interp_rl.kinds.tree import TreeProgram
+    from interp_rl.verify.classes import ClassView
 
     view = verification.controller
-    ctrl = view.metadata.get("scores", view) if view.kind == "classes" else view
+    classes = isinstance(view.program, ClassView)
+    ctrl = view.metadata.get("scores", view) if classes else view
     tree = ctrl.program
     if not isinstance(tree, TreeProgram):
         return None
-    k = len(view.program.values) if view.kind == "classes" else 1
+    k = len(view.program.values) if classes else 1
     props = {p.name: p for p in verification.properties.properties}
     lo, hi = np.asarray(verification.lower, dtype=np.float64), np.asarray(verification.upper, dtype=np.float64)
     labels = tree.affine_pieces().labels
     made: list[str] = []
     for v in verification.verdicts:
         prop = props.get(v.name)
-        if v.status != "refuted" or prop is None or prop.kind not in ("rule", "range") or len(prop.when) != 1:
+        if v.status != "refuted" or prop is None or not prop.pointwise or len(prop.when) != 1:
             continue
         cuts = axis_cuts(prop.when[0])
         for leaf in sorted({int(q) // k for q in v.failing}):

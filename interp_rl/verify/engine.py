@@ -12,7 +12,6 @@ import numpy as np
 
 from interp_rl.program import Controller
 from interp_rl.verify._lp import maximise
-from interp_rl.verify.nonlinear import decide_nonlinear
 from interp_rl.verify.properties import (
     Property,
     PropertyError,
@@ -20,10 +19,8 @@ from interp_rl.verify.properties import (
     load_properties,
     parse_properties,
 )
-from interp_rl.verify.prove import Verdict, decide
 from interp_rl.verify.result import Sampled, Verification, clopper_pearson_upper
-from interp_rl.verify.search import search_policy, teacher_verdict, visited_share
-from interp_rl.verify.slopes import decide_slope
+from interp_rl.verify.search import search_policy
 
 __all__ = ["verify"]
 
@@ -37,24 +34,6 @@ def _when_possible(prop: Property, lo: np.ndarray, hi: np.ndarray) -> bool:
         if maximise(np.zeros(len(lo)), 0.0, lo, hi, A, b).status != "empty":
             return True
     return False
-
-
-def _sampled(controller: Controller, prop: Property, states: np.ndarray) -> Sampled | None:
-    if prop.kind not in ("rule", "range"):
-        return None
-    actions = controller.program.predict(states)
-    zeros = np.zeros((len(states), len(controller.actions)))
-    inside = np.zeros(len(states), dtype=bool)
-    for conj in prop.when:
-        ok = np.ones(len(states), dtype=bool)
-        for w in conj:
-            ok &= w.holds(states, zeros)
-        inside |= ok
-    broken = np.zeros(len(states), dtype=bool)
-    for ineq in prop.then:
-        broken |= ~ineq.holds(states, actions)
-    n, k = int(inside.sum()), int((broken & inside).sum())
-    return Sampled(n, k, clopper_pearson_upper(k, n))
 
 
 def verify(controller: Controller, properties: PropertySet | str | Path, *, states: np.ndarray | None = None,
@@ -105,32 +84,16 @@ def verify(controller: Controller, properties: PropertySet | str | Path, *, stat
         if not _when_possible(p, lo, hi):
             raise PropertyError(f"Property {p.name!r}: `when` ({' and '.join(p.when_text)}) never holds in the "
                                 "domain; check its signs and numbers.")
-    why = controller.program.cannot("regions") or ""
-    regions = controller.program.regions() if not why else None
-    bounded = hasattr(controller.program, "action_bounds")
-    verdicts = []
-    for p in chosen:
-        if p.kind in ("rule", "range") and regions is not None:
-            verdicts.append(decide(controller, p, lo, hi, regions))
-        elif p.kind in ("rule", "range") and bounded:  # equations: interval branch and bound
-            verdicts.append(decide_nonlinear(controller, p, lo, hi))
-        elif p.kind == "teacher":
-            verdicts.append(Verdict(p.name, "unknown", "agreement with the teacher is tested, not proved: give the "
-                                                       "teacher to search it"))
-        elif regions is not None:
-            verdicts.append(decide_slope(controller, p, lo, hi, regions))
-        elif p.kind in ("rule", "range"):
-            verdicts.append(Verdict(p.name, "unknown", why))
-        else:
-            verdicts.append(Verdict(p.name, "unknown", f"{p.kind} properties are decided for piecewise-affine "
-                                                       f"controllers; a {controller.kind} program is not one ({why})"))
+    regions = None if controller.program.cannot("regions") else controller.program.regions()
+    verdicts = [p.decide(controller, lo, hi, regions) for p in chosen]  # each kind decides its own
     sampled = {}
     if states is not None and len(states):
         X = np.asarray(states, dtype=np.float64)
         for p in chosen:
-            s = _sampled(controller, p, X)
-            if s is not None:
-                sampled[p.name] = s
+            share = p.visited_share(controller.program.predict, X)
+            if share is not None:
+                inside, broken = share
+                sampled[p.name] = Sampled(inside, broken, clopper_pearson_upper(broken, inside))
     result = Verification(controller, properties, lo, hi, verdicts, sampled)
     if teacher is not None:
         _teacher_side(result, chosen, teacher, states, seed)
@@ -140,7 +103,8 @@ def verify(controller: Controller, properties: PropertySet | str | Path, *, stat
 
 def _teacher_side(result: Verification, chosen: list[Property], teacher: Any, states: np.ndarray | None,
                   seed: int) -> None:
-    """Search the teacher for every property, check it on the visited states, and decide ``teacher`` properties."""
+    """Search the teacher for every property, check it on the visited states, and decide the properties that compare
+    the controller with the teacher (``teacher``)."""
     from interp_rl.errors import InterpRLError
 
     c = result.controller
@@ -153,17 +117,18 @@ def _teacher_side(result: Verification, chosen: list[Property], teacher: Any, st
     result.teacher_source = str(getattr(teacher, "source", "") or type(teacher).__name__)
     X = None if states is None or not len(states) else np.asarray(states, dtype=np.float64)
     for k, p in enumerate(chosen):
+        reference = c.predict if p.against_teacher else None
         found = search_policy(teacher.predict, p, result.lower, result.upper, seed=seed, gradient=jacobian,
-                              reference=c.predict if p.kind == "teacher" else None,
-                              states=X if p.kind == "teacher" else None, act_dim=act_dim)
+                              reference=reference, states=X if p.against_teacher else None, act_dim=act_dim)
         result.teacher[p.name] = found
-        if p.kind == "teacher":
-            result.verdicts[k] = teacher_verdict(found, p, c, teacher.predict)
+        decided = p.search_verdict(found, c, teacher.predict)
+        if decided is not None:
+            result.verdicts[k] = decided
         if X is not None:
-            share = visited_share(teacher.predict, p, X, reference=c.predict if p.kind == "teacher" else None)
+            share = p.visited_share(teacher.predict, X, reference=reference)
             if share is not None:
                 n, broken = share
-                (result.sampled if p.kind == "teacher" else result.teacher_sampled)[p.name] = Sampled(
+                (result.sampled if p.against_teacher else result.teacher_sampled)[p.name] = Sampled(
                     n, broken, clopper_pearson_upper(broken, n))
 
 

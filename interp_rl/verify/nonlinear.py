@@ -391,7 +391,7 @@ def decide_nonlinear(controller: Controller, prop: Property, lo: np.ndarray, hi:
     start = time.perf_counter()
     max_boxes = check_int(max_boxes, "max_boxes", "decide_nonlinear")
     time_limit = check_float(time_limit, "time_limit", "decide_nonlinear", low_open=True)
-    if prop.kind not in ("rule", "range"):
+    if not prop.pointwise:
         raise ValueError(f"decide_nonlinear decides rule and range properties; {prop.name!r} is a {prop.kind} "
                          "property.")
     prog = controller.program

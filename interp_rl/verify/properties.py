@@ -2,7 +2,7 @@
 
 A property file is TOML. Each ``[[property]]`` has a ``name``, a one-sentence ``why`` and a
 ``kind``; ``when`` conditions (a list of linear inequalities over features, all of which hold) say
-where it applies. The kinds:
+where it applies. The built-in kinds (:mod:`interp_rl.verify.kinds`):
 
 ``rule`` (the default)
     ``then``: linear inequalities over actions and features that must hold wherever ``when`` does.
@@ -16,6 +16,11 @@ where it applies. The kinds:
 ``teacher``
     the controller's actions stay within ``epsilon`` of the teacher's (tested on sampled states,
     never proved: the teacher is a neural network).
+
+A kind is a subclass of :class:`Property` registered with :func:`register_property`
+(:data:`PROPERTY_KINDS` maps each name to its class): it reads its own keys of the table
+(:meth:`Property.from_table`, through a :class:`Table`) and carries its behaviour, so a new kind
+is one class.
 
 An inequality reads like ``pole_angle >= 0.02 [rad]`` or ``2*thigh_angle - foot_vx < 0.5``:
 sums of numbers times names, compared with ``<=``, ``<``, ``>=``, ``>`` or ``==``, chained as in
@@ -42,6 +47,8 @@ Examples
 >>> prop = ps.properties[0]
 >>> prop.name, prop.kind, [str(c) for c in prop.when[0]], [str(r) for r in prop.then]
 ('push toward the fall', 'rule', ['-pole_angle <= -0.02', '-pole_angular_velocity <= -0.1'], ['-force <= 0'])
+>>> type(prop).__name__, list(PROPERTY_KINDS)
+('RuleProperty', ['rule', 'range', 'monotone', 'lipschitz', 'teacher'])
 """
 
 from __future__ import annotations
@@ -52,7 +59,7 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -61,15 +68,15 @@ from interp_rl.errors import InterpRLError
 from interp_rl.program import Signal
 
 if TYPE_CHECKING:
-    from interp_rl.program import Controller
+    from interp_rl.program import Controller, Region
     from interp_rl.verify.prove import Verdict
-    from interp_rl.verify.search import TeacherSearch
+    from interp_rl.verify.search import Jacobian, Predict, StateProblem, TeacherSearch
 
-__all__ = ["DOMAIN_SOURCES", "KINDS", "Domain", "Inequality", "Property", "PropertyError", "PropertySet",
-           "load_properties", "parse_properties"]
+__all__ = ["DEFAULT_KIND", "DOMAIN_SOURCES", "PROPERTY_KINDS", "Domain", "Inequality", "Property", "PropertyError",
+           "PropertySet", "Table", "load_properties", "parse_properties", "register_property"]
 
-#: Property kinds (``kind = ...`` in a file).
-KINDS = ("rule", "range", "monotone", "lipschitz", "teacher")
+#: The kind of a ``[[property]]`` that names none.
+DEFAULT_KIND = "rule"
 #: Where the domain box comes from (``[domain] from = ...``).
 DOMAIN_SOURCES = ("task", "visited", "given")
 
@@ -161,23 +168,41 @@ class Domain:
 
 @dataclass
 class Property:
-    """One property of a :class:`PropertySet` (see the module docstring for the kinds)."""
+    """One property of a :class:`PropertySet`: where it applies (``when``) and what it requires.
+
+    A kind of property is a subclass registered with :func:`register_property` (the built-ins are in
+    :mod:`interp_rl.verify.kinds`). It reads its own keys of a ``[[property]]`` table (:meth:`from_table`) and
+    carries its behaviour: how it is decided on a controller (:meth:`decide`), searched on a policy
+    (:meth:`search_problem`, :meth:`search_verdict`), checked on visited states (:meth:`visited_share`) and told in
+    the report (:meth:`detail`, :meth:`teacher_detail`); what the other stages may do with it is declared by the
+    class flags below.
+    """
+
+    kind: ClassVar[str] = ""
+    """Its name in a file (``kind = "..."``)."""
+    keys: ClassVar[tuple[str, ...]] = ()
+    """The kind's own keys of a ``[[property]]`` table, besides ``name``, ``why``, ``kind`` and ``when``."""
+    needs: ClassVar[tuple[str, ...]] = ()
+    """Those of its keys that a property of the kind must have."""
+    pointwise: ClassVar[bool] = False
+    """Whether it is ``then`` holding at every state of ``when``, state by state (linear requirements on the state and
+    the action there): equations bound it over boxes (:mod:`interp_rl.verify.nonlinear`), repairs refit or cut the
+    pieces that break it (:mod:`interp_rl.verify.repair`, :mod:`interp_rl.verify.cuts`), and a controller of classes
+    keeps it when choosing the class a piece plays (:mod:`interp_rl.verify.classes`)."""
+    against_teacher: ClassVar[bool] = False
+    """Whether it compares the controller with the teacher: the teacher is searched with the controller as the
+    reference (on the visited states too), the verdict comes from that search (:meth:`search_verdict`), and its
+    check on the visited states needs both."""
+    mend_pairs: ClassVar[bool] = False
+    """Whether a controller of classes mends a pair of states that breaks it by making one of the pair's two pieces
+    play the other's class (:func:`interp_rl.verify.classes.repair_classes`)."""
 
     name: str
-    kind: str
     why: str = ""
     when: list[list[Inequality]] = field(default_factory=lambda: [[]])
     """Where it applies: any of these conjunctions (``abs(e) >= c`` splits one into two); ``[[]]``: everywhere."""
     then: list[Inequality] = field(default_factory=list)
-    """``rule`` and ``range``: what must hold there (every inequality)."""
-    action: int = -1
-    """``monotone``, ``lipschitz``: the action's index."""
-    feature: int = -1
-    """``monotone``, ``lipschitz``: the feature's index."""
-    direction: int = 1
-    """``monotone``: +1 increasing, -1 decreasing."""
-    bound: float = math.inf
-    """``lipschitz``: largest change of the action per unit of the feature; ``teacher``: ``epsilon``."""
+    """What must hold there (every inequality), for the kinds that say it state by state."""
     when_text: list[str] = field(default_factory=list)
     then_text: list[str] = field(default_factory=list)
 
@@ -187,6 +212,53 @@ class Property:
         head = f"when {' and '.join(self.when_text)}: " if self.when_text else ""
         return head + ", ".join(self.then_text)
 
+    # -- reading
+    @classmethod
+    def from_table(cls, table: Table) -> Property:
+        """A property of this kind from its ``[[property]]`` table: its own keys (those of :attr:`needs` are there),
+        besides what every property has, read already (``table.common``). A bad value is a :class:`PropertyError`
+        naming the property, the value and what was expected (``table.error``)."""
+        raise NotImplementedError(f"{cls.__name__} does not say how its table is read.")
+
+    # -- deciding
+    def decide(self, controller: Controller, lo: np.ndarray, hi: np.ndarray, regions: list[Region] | None
+               ) -> Verdict:
+        """Decide it for ``controller`` on the box ``[lo, hi]``: proved, refuted with a counterexample, or unknown
+        with the reason. ``regions`` are the controller's (:meth:`~interp_rl.program.ProgramBase.regions`), or
+        ``None`` when it is not piecewise affine (``controller.program.cannot("regions")`` says why)."""
+        raise NotImplementedError(f"{type(self).__name__} does not say how it is decided.")
+
+    # -- searching a policy
+    def search_problem(self, predict: Predict, lo: np.ndarray, hi: np.ndarray, *, act_dim: int,
+                       reference: Predict | None, jacobian: Jacobian, h: np.ndarray) -> StateProblem:
+        """What :func:`~interp_rl.verify.search.search_policy` searches for it on ``predict``: the candidates, the
+        violation and its gradient (``jacobian``; ``h``, the finite differences' steps), and the counterexample."""
+        raise NotImplementedError(f"{type(self).__name__} does not say how it is searched.")
+
+    def search_verdict(self, search: TeacherSearch, controller: Controller, teacher: Predict) -> Verdict | None:
+        """Its verdict from the search of the teacher, for a kind decided that way (``None``: the search decides
+        nothing; the controller's verdict stands)."""
+        return None
+
+    def visited_share(self, predict: Predict, states: np.ndarray, *, reference: Predict | None = None
+                      ) -> tuple[int, int] | None:
+        """``(visited states where when holds, how many of them break it)`` for the policy ``predict`` (and the
+        ``reference`` policy, for a kind that compares two); ``None`` for a kind that is not checked state by
+        state. The Clopper-Pearson bound of the share is taken from these."""
+        return None
+
+    def when_holds(self, X: np.ndarray, act_dim: int) -> np.ndarray:
+        """Whether ``when`` (any of its conjunctions) holds at each row of ``X`` ``(n, obs_dim)``."""
+        inside = np.zeros(len(X), dtype=bool)
+        zeros = np.zeros((len(X), act_dim))
+        for conj in self.when:
+            ok = np.ones(len(X), dtype=bool)
+            for w in conj:
+                ok &= w.holds(X, zeros)
+            inside |= ok
+        return inside
+
+    # -- the report
     def detail(self, verdict: Verdict, controller: Controller, precision: int = 4) -> str | None:
         """Its paragraph in the report: where it is refuted, or why it is unknown (``None`` when proved)."""
         if verdict.counterexample is not None:
@@ -197,11 +269,39 @@ class Property:
 
     def teacher_detail(self, verdict: Verdict, search: TeacherSearch | None, controller: Controller,
                        precision: int = 4) -> str | None:
-        """Its paragraph on the teacher in the report: the teacher's worst counterexample (``None``: none found)."""
-        if self.kind == "teacher":
-            return report.teacher_gives_detail(verdict.name, verdict.counterexample, controller, precision)
+        """Its paragraph on the teacher in the report: the teacher's worst counterexample (``None``: not searched,
+        or none found)."""
         return None if search is None else report.teacher_counterexample_detail(verdict.name, search, controller,
                                                                                  precision)
+
+
+P = TypeVar("P", bound=type[Property])
+
+#: kind -> property class; :func:`parse_properties` reads every kind registered here (the built-ins:
+#: :mod:`interp_rl.verify.kinds`, registered when :mod:`interp_rl.verify` is imported).
+PROPERTY_KINDS: dict[str, type[Property]] = {}
+
+
+def register_property(cls: P) -> P:
+    """Class decorator: make a property kind readable from a file (``cls.kind`` names it there).
+
+    Registering a second class under a taken kind is an error, unless it replaces the class of the same name
+    (a module reloaded).
+    """
+    kind = getattr(cls, "kind", None)
+    if not isinstance(kind, str) or not kind:
+        raise TypeError(f"{cls.__name__} needs a class attribute 'kind' naming its property kind.")
+    held = PROPERTY_KINDS.get(kind)
+    if held is not None and held.__qualname__ != cls.__qualname__:
+        raise TypeError(f"Property kind {kind!r} is taken by {held.__qualname__}.")
+    PROPERTY_KINDS[kind] = cls
+    return cls
+
+
+def __getattr__(name: str) -> Any:
+    if name == "KINDS":  # the old tuple of kinds' names, now whatever is registered
+        return tuple(PROPERTY_KINDS)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -250,8 +350,8 @@ class _Parser:
             m = _TOKEN.match(text, pos)
             if not m or m.end() == pos:
                 self.fail(f"cannot read {text[pos:].strip()[:20]!r}")
-            kind = m.lastgroup or ""
-            self.tokens.append((kind, m.group(kind)))
+            tag = m.lastgroup or ""
+            self.tokens.append((tag, m.group(tag)))
             pos = m.end()
         self.i = 0
 
@@ -307,8 +407,8 @@ class _Parser:
         return out
 
     def factor(self) -> _Lin:
-        kind, text = self.take()
-        if kind == "num":
+        tag, text = self.take()
+        if tag == "num":
             value = float(text)
             units = []
             if self.peek()[0] == "unit":
@@ -321,14 +421,14 @@ class _Parser:
             if self.take()[1] != ")":
                 self.fail("a '(' is not closed")
             return inner
-        if kind == "name" and text == "abs" and self.peek()[1] == "(":
+        if tag == "name" and text == "abs" and self.peek()[1] == "(":
             self.take()
             inner = self.expr()
             if self.take()[1] != ")":
                 self.fail("a '(' is not closed")
             inner.absolute = True
             return inner
-        if kind == "name":
+        if tag == "name":
             if text not in self.names:
                 self.fail(f"{text!r} is not a feature or action of the controller; they are "
                           f"{', '.join(sorted(self.names))}")
@@ -344,8 +444,8 @@ def _inequalities(text: str, where: str, features: Sequence[Signal], actions: Se
     names = {s.name for s in features} | ({s.name for s in actions} if allow_actions else set())
     parser = _Parser(text, where, names | {a.name for a in actions})
     if not allow_actions:
-        for kind, tok in parser.tokens:
-            if kind == "name" and tok in {a.name for a in actions}:
+        for tag, tok in parser.tokens:
+            if tag == "name" and tok in {a.name for a in actions}:
                 parser.fail(f"{tok!r} is an action; `when` speaks of features only")
     fnames, anames = [f.name for f in features], [a.name for a in actions]
     disjuncts: list[list[Inequality]] = [[]]
@@ -418,7 +518,72 @@ def _strings(raw: Any, key: str, where: str) -> list[str]:
     return list(raw)
 
 
-_KEYS = {"name", "why", "kind", "when", "then", "action", "within", "feature", "direction", "bound", "epsilon"}
+#: What every ``[[property]]`` may have, whatever its kind.
+_COMMON_KEYS = ("name", "why", "kind", "when")
+
+
+@dataclass(frozen=True)
+class Table:
+    """One ``[[property]]`` table as its kind reads it (:meth:`Property.from_table`): the raw keys, the controller's
+    features and actions, and what every property has (``name``, ``why``, ``when``), read already. Its readers give
+    the one-line errors of a property file: they name the property, the bad value and what was expected."""
+
+    raw: dict[str, Any]
+    features: Sequence[Signal]
+    actions: Sequence[Signal]
+    name: str
+    why: str = ""
+    when: list[list[Inequality]] = field(default_factory=lambda: [[]])
+    when_text: list[str] = field(default_factory=list)
+
+    @property
+    def where(self) -> str:
+        """``Property 'name'``: how errors name it."""
+        return f"Property {self.name!r}"
+
+    @property
+    def common(self) -> dict[str, Any]:
+        """``name``, ``why``, ``when`` and ``when_text``, as keyword arguments of the kind's class."""
+        return {"name": self.name, "why": self.why, "when": self.when, "when_text": self.when_text}
+
+    def error(self, message: str) -> PropertyError:
+        """``Property 'name': message`` (to raise)."""
+        return PropertyError(f"{self.where}: {message}")
+
+    def action(self, key: str = "action") -> int:
+        """The index of the action ``key`` names."""
+        return _lookup(self.raw[key], self.actions, "action", self.where)
+
+    def feature(self, key: str = "feature") -> int:
+        """The index of the feature ``key`` names."""
+        return _lookup(self.raw[key], self.features, "feature", self.where)
+
+    def number(self, key: str) -> float:
+        """The finite number ``key`` holds."""
+        return _number(self.raw[key], key, self.where)
+
+    def interval(self, key: str) -> tuple[float, float]:
+        """``(low, high)`` from ``key = [low, high]``, finite, low not above high."""
+        pair = self.raw[key]
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise self.error(f"{key} must be [low, high]; got {pair!r}.")
+        low, high = (_number(v, key, self.where) for v in pair)
+        if low > high:
+            raise self.error(f"{key} = [{low:g}, {high:g}] is empty (low above high).")
+        return low, high
+
+    def strings(self, key: str) -> list[str]:
+        """The strings ``key`` holds (one string, or a list of them; none when it is missing)."""
+        return _strings(self.raw.get(key), key, self.where)
+
+    def requirements(self, text: str) -> list[Inequality]:
+        """The inequalities over features and actions ``text`` says (as ``then`` reads them: all must hold)."""
+        (conj,) = _inequalities(text, self.where, self.features, self.actions, allow_actions=True, in_when=False)
+        return conj
+
+    def conditions(self, text: str) -> list[list[Inequality]]:
+        """The conditions over features ``text`` says (as ``when`` reads them: any of the conjunctions)."""
+        return _inequalities(text, self.where, self.features, self.actions, allow_actions=False, in_when=True)
 
 
 def _property(raw: Any, index: int, features: Sequence[Signal], actions: Sequence[Signal]) -> Property:
@@ -426,62 +591,23 @@ def _property(raw: Any, index: int, features: Sequence[Signal], actions: Sequenc
         raise PropertyError(f"[[property]] {index + 1} is not a table.")
     name = str(raw.get("name") or f"property {index + 1}")
     where = f"Property {name!r}"
-    unknown = sorted(set(raw) - _KEYS)
+    keys = set(_COMMON_KEYS).union(*(k.keys for k in PROPERTY_KINDS.values()))
+    unknown = sorted(set(raw) - keys)
     if unknown:
-        raise PropertyError(f"{where}: unknown key {unknown[0]!r}; a property has {', '.join(sorted(_KEYS))}.")
-    kind = str(raw.get("kind", "rule"))
-    if kind not in KINDS:
-        raise PropertyError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}.")
-    when_text = _strings(raw.get("when"), "when", where)
+        raise PropertyError(f"{where}: unknown key {unknown[0]!r}; a property has {', '.join(sorted(keys))}.")
+    kind = str(raw.get("kind", DEFAULT_KIND))
+    cls = PROPERTY_KINDS.get(kind)
+    if cls is None:
+        raise PropertyError(f"{where}: kind {kind!r} is not one of {', '.join(PROPERTY_KINDS)}.")
+    table = Table(raw, features, actions, name, str(raw.get("why", "")))
+    when_text = table.strings("when")
     when: list[list[Inequality]] = [[]]
     for text in when_text:
-        parts = _inequalities(text, where, features, actions, allow_actions=False, in_when=True)
-        when = [a + b for a in when for b in parts]
-    prop = Property(name=name, kind=kind, why=str(raw.get("why", "")), when=when, when_text=when_text)
-    needed = {"rule": {"then"}, "range": {"action", "within"}, "monotone": {"action", "feature"},
-              "lipschitz": {"action", "feature", "bound"}, "teacher": {"epsilon"}}[kind]
-    missing = sorted(needed - set(raw))
+        when = [a + b for a in when for b in table.conditions(text)]
+    missing = sorted(set(cls.needs) - set(raw))
     if missing:
         raise PropertyError(f"{where}: a {kind} property needs {', '.join(missing)}.")
-    if kind == "rule":
-        prop.then_text = _strings(raw.get("then"), "then", where)
-        for text in prop.then_text:
-            (conj,) = _inequalities(text, where, features, actions, allow_actions=True, in_when=False)
-            prop.then += conj
-        if not prop.then:
-            raise PropertyError(f"{where}: `then` is empty; say what must hold.")
-    if kind in ("range", "monotone", "lipschitz"):
-        prop.action = _lookup(raw["action"], actions, "action", where)
-    if kind == "range":
-        within = raw["within"]
-        if not isinstance(within, list) or len(within) != 2:
-            raise PropertyError(f"{where}: within must be [low, high]; got {within!r}.")
-        low, high = (_number(v, "within", where) for v in within)
-        if low > high:
-            raise PropertyError(f"{where}: within = [{low:g}, {high:g}] is empty (low above high).")
-        a = actions[prop.action].name
-        prop.then_text = [f"{low!r} <= {a} <= {high!r}"]  # every digit: the text is parsed back
-        (prop.then,) = _inequalities(prop.then_text[0], where, features, actions, allow_actions=True, in_when=False)
-    if kind in ("monotone", "lipschitz"):
-        prop.feature = _lookup(raw["feature"], features, "feature", where)
-        a, f = actions[prop.action].name, features[prop.feature].name
-    if kind == "monotone":
-        direction = str(raw.get("direction", "increasing"))
-        if direction not in ("increasing", "decreasing"):
-            raise PropertyError(f"{where}: direction must be 'increasing' or 'decreasing'; got {direction!r}.")
-        prop.direction = 1 if direction == "increasing" else -1
-        prop.then_text = [f"{a} never {'falls' if prop.direction > 0 else 'rises'} as {f} grows"]
-    if kind == "lipschitz":
-        prop.bound = _number(raw["bound"], "bound", where)
-        if prop.bound < 0:
-            raise PropertyError(f"{where}: bound must be >= 0; got {prop.bound:g}.")
-        prop.then_text = [f"{a} changes by at most {prop.bound:g} per unit of {f}"]
-    if kind == "teacher":
-        prop.bound = _number(raw["epsilon"], "epsilon", where)
-        if prop.bound <= 0:
-            raise PropertyError(f"{where}: epsilon must be > 0; got {prop.bound:g}.")
-        prop.then_text = [f"every action within {prop.bound:g} of the teacher's"]
-    return prop
+    return cls.from_table(Table(raw, features, actions, name, table.why, when, when_text))
 
 
 def parse_properties(text: str, *, features: Sequence[Signal], actions: Sequence[Signal],

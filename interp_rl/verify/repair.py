@@ -145,7 +145,7 @@ def repair(controller: Controller, verification, observations: np.ndarray, targe
     prog = controller.program
     pieces = prog.affine_pieces()
     props = {p.name: p for p in verification.properties.properties}
-    refuted = [v for v in verification.verdicts if v.status == "refuted" and props[v.name].kind in ("rule", "range")]
+    refuted = [v for v in verification.verdicts if v.status == "refuted" and props[v.name].pointwise]
     if not refuted:
         return RepairResult(controller)
     X = np.asarray(observations, dtype=np.float64)

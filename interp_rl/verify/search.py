@@ -11,7 +11,9 @@ obs_dim)``, as :meth:`envs.sb3.SB3Teacher.action_jacobian` does), else central f
 through one batched ``predict`` call per step. A counterexample is counted only after ``predict``
 has been run on it and shown to break the property with ``when`` holding, inside the domain.
 
-What is searched, by kind:
+What is searched is the property's own (:meth:`~interp_rl.verify.properties.Property.search_problem`): a
+:class:`StateProblem` for the kinds that speak of single states, a :class:`PairProblem` for those that speak
+of how an action changes along a feature. For the built-in kinds:
 
 ``rule``, ``range``
     the largest ``feat @ x + act @ predict(x) - rhs`` over the ``then`` inequalities.
@@ -49,14 +51,18 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from interp_rl.verify.properties import Inequality, Property
 from interp_rl.verify.prove import Counterexample
 
-__all__ = ["MONOTONE_TOLERANCE", "TeacherSearch", "search_policy", "teacher_verdict", "visited_share"]
+if TYPE_CHECKING:
+    from interp_rl.verify.kinds.pair import PairProperty
+
+__all__ = ["MONOTONE_TOLERANCE", "PairProblem", "StateProblem", "TeacherSearch", "search_policy", "teacher_verdict",
+           "visited_share"]
 
 Predict = Callable[[np.ndarray], np.ndarray]
 """Batched deterministic actions: ``(n, obs_dim) -> (n, act_dim)``."""
@@ -168,14 +174,6 @@ def _holds_all(conj: list[Inequality], X: np.ndarray, act_dim: int) -> np.ndarra
     return ok
 
 
-def _when_holds(prop: Property, X: np.ndarray, act_dim: int) -> np.ndarray:
-    """Whether ``when`` (any of its conjunctions) holds at each row of ``X``."""
-    inside = np.zeros(len(X), dtype=bool)
-    for conj in prop.when:
-        inside |= _holds_all(conj, X, act_dim)
-    return inside
-
-
 def _fd_jacobian(predict: Predict, X: np.ndarray, h: np.ndarray) -> np.ndarray:
     """Central finite differences of ``predict`` at the rows of ``X``: ``(n, act_dim, obs_dim)``, one call."""
     n, d = X.shape
@@ -189,69 +187,49 @@ def _fd_jacobian(predict: Predict, X: np.ndarray, h: np.ndarray) -> np.ndarray:
     return np.asarray(J)
 
 
-class _Problem:
-    """The search of one property: the parameters ``z`` of a candidate (a state; for pairs a state and the
-    other value of the feature), what breaking the property means, and the violation's gradient."""
+class StateProblem:
+    """The search of a property on single states: a candidate ``z`` is a state of the box where ``when`` holds, and
+    the violation is the largest value of the ``then`` inequalities there, over the state and ``predict``'s action
+    (its gap to the ``reference`` policy's, when one is given), climbed through the action's Jacobian."""
 
-    def __init__(self, predict: Predict, prop: Property, lo: np.ndarray, hi: np.ndarray, *, act_dim: int,
-                 reference: Predict | None, jacobian: Jacobian, h: np.ndarray) -> None:
+    visited: ClassVar[bool] = False
+    """Whether the visited states, when given, are tried besides the samples."""
+
+    def __init__(self, predict: Predict, prop: Property, lo: np.ndarray, hi: np.ndarray, *, then: Sequence[Inequality],
+                 act_dim: int, reference: Predict | None, jacobian: Jacobian, h: np.ndarray) -> None:
         self.predict, self.prop, self.lo, self.hi = predict, prop, lo, hi
         self.act_dim, self.reference, self.jacobian, self.h = act_dim, reference, jacobian, h
-        self.pair = prop.kind in ("monotone", "lipschitz")
         self.conjs = _conjunctions(prop, lo, hi)
-        if prop.kind == "teacher":  # |predict - reference| <= epsilon, one inequality per action and sign
-            eye = np.eye(act_dim)
-            self.then = [Inequality(np.zeros(len(lo)), s * eye[k], prop.bound, False, prop.then_text[0])
-                         for k in range(act_dim) for s in (1.0, -1.0)]
-        else:
-            self.then = list(prop.then)
-        width = hi - lo
-        self.hmin = PAIR_STEP * width[prop.feature] if self.pair else 0.0
+        self.then = list(then)
 
     # -- candidates
     def box(self, c: int) -> tuple[np.ndarray, np.ndarray]:
+        """The box of the candidates of conjunction ``c``."""
         conj = self.conjs[c]
-        if not self.pair:
-            return conj.lo, conj.hi
-        f = self.prop.feature
-        return np.append(conj.lo, conj.lo[f]), np.append(conj.hi, conj.hi[f])
+        return conj.lo, conj.hi
 
     def points(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(low, high)`` states of each pair, ordered by the feature (for a single state: both the state)."""
-        if not self.pair:
-            return Z, Z
-        f = self.prop.feature
-        X, Y = Z[:, :-1].copy(), Z[:, :-1].copy()
-        Y[:, f] = Z[:, -1]
-        swap = Y[:, f] < X[:, f]
-        low, high = np.where(swap[:, None], Y, X), np.where(swap[:, None], X, Y)
-        return low, high
+        """``(low, high)`` states of each candidate (for a single state: both the state)."""
+        return Z, Z
 
     def draw(self, rng: np.random.Generator, c: int, n: int) -> np.ndarray:
+        """``n`` candidates drawn uniformly from the box of conjunction ``c``."""
         zlo, zhi = self.box(c)
-        Z = rng.uniform(zlo, zhi, size=(n, len(zlo)))
-        if self.pair:  # the other value of the feature: a log-uniform distance either way
-            f = self.prop.feature
-            span = max(zhi[-1] - zlo[-1], 0.0)
-            if span > 0 and self.hmin > 0:
-                dist = np.exp(rng.uniform(math.log(self.hmin), math.log(max(span, self.hmin)), size=n))
-                sign = np.where(rng.random(n) < 0.5, -1.0, 1.0)
-                Z[:, -1] = Z[:, f] + sign * dist
-        return Z
+        return rng.uniform(zlo, zhi, size=(n, len(zlo)))
 
     def feasible(self, Z: np.ndarray, c: np.ndarray) -> np.ndarray:
-        """Inside the conjunction's box and ``when`` (both states of a pair, at least ``hmin`` apart)."""
+        """Inside the conjunction's box and ``when``."""
         low, high = self.points(Z)
         ok = np.zeros(len(Z), dtype=bool)
         for k in np.unique(c):
             idx = np.flatnonzero(c == k)
             zlo, zhi = self.box(int(k))
             inb = np.all((Z[idx] >= zlo) & (Z[idx] <= zhi), axis=1)
-            ok[idx] = inb & _holds_all(self.conjs[k].when, low[idx], self.act_dim)
-            if self.pair:
-                ok[idx] &= _holds_all(self.conjs[k].when, high[idx], self.act_dim)
-                ok[idx] &= (high[idx, self.prop.feature] - low[idx, self.prop.feature]) >= self.hmin
+            ok[idx] = inb & self._inside(int(k), low[idx], high[idx])
         return ok
+
+    def _inside(self, c: int, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+        return _holds_all(self.conjs[c].when, low, self.act_dim)
 
     # -- the violation
     def actions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -266,59 +244,112 @@ class _Problem:
     def evaluate(self, Z: np.ndarray) -> dict[str, np.ndarray]:
         """The violation (``> 0``: broken) at each candidate, whether it truly breaks the property (through
         ``predict`` and the Inequality methods, ``when`` holding inside the domain), and what acted."""
+        low, _ = self.points(Z)
+        n = len(Z)
+        A, R = self.actions(low)
+        D = A if R is None else A - R
+        values = np.stack([ineq.value(low, D) for ineq in self.then], axis=1) if len(Z) else np.zeros((0, 1))
+        broken = np.zeros(n, dtype=bool)
+        for ineq in self.then:
+            broken |= ~ineq.holds(low, D)
+        which = np.argmax(values, axis=1) if n else np.zeros(0, dtype=int)
+        return {"violation": values.max(axis=1) if n else np.zeros(0), "broken": broken & self.valid(low),
+                "which": which, "A": A, "R": R if R is not None else A, "AH": A}
+
+    def valid(self, X: np.ndarray) -> np.ndarray:
+        """Inside the domain, with ``when`` holding."""
+        return np.all((X >= self.lo) & (X <= self.hi), axis=1) & self.prop.when_holds(X, self.act_dim)
+
+    def gradient(self, Z: np.ndarray, ev: dict[str, np.ndarray]) -> np.ndarray:
+        """The violation's gradient in ``z`` (through the action's Jacobian at the states involved)."""
+        low, _ = self.points(Z)
+        J = self.jacobian(low)
+        feat = np.stack([self.then[i].feat for i in ev["which"]])
+        act = np.stack([self.then[i].act for i in ev["which"]])
+        return np.asarray(feat + np.einsum("na,nad->nd", act, J))
+
+    # -- the counterexample
+    def counterexample(self, z: np.ndarray, label: str) -> Counterexample | None:
+        """The candidate ``z`` (one row) as a counterexample, run through ``predict`` once more (``None`` when it
+        does not break the property); ``label`` names what acts."""
+        ev = self.evaluate(z)
+        if not ev["broken"][0]:
+            return None
+        low, high = self.points(z)
+        return self.found(ev, low, high, label)
+
+    def found(self, ev: dict[str, np.ndarray], low: np.ndarray, high: np.ndarray, label: str) -> Counterexample:
+        """The counterexample at a candidate that breaks the property (:meth:`evaluate` of it, and its states)."""
+        requirement = self.then[int(ev["which"][0])].text or self.prop.then_text[0]
+        return Counterexample(low[0].copy(), ev["A"][0].copy(), label, requirement, float(ev["violation"][0]))
+
+
+class PairProblem(StateProblem):
+    """The search of a property on pairs of states that differ in the property's feature alone: a candidate is a
+    state and the other value of the feature (at least :data:`PAIR_STEP` of its range apart, both states in
+    ``when``), and the violation is the property's own (:meth:`PairProperty.pair_violation
+    <interp_rl.verify.kinds.pair.PairProperty.pair_violation>`) of the action it names at the two states."""
+
+    prop: PairProperty
+
+    def __init__(self, predict: Predict, prop: PairProperty, lo: np.ndarray, hi: np.ndarray, *, act_dim: int,
+                 reference: Predict | None, jacobian: Jacobian, h: np.ndarray) -> None:
+        super().__init__(predict, prop, lo, hi, then=prop.then, act_dim=act_dim, reference=reference,
+                         jacobian=jacobian, h=h)
+        width = hi - lo
+        self.hmin = PAIR_STEP * width[prop.feature]
+
+    def box(self, c: int) -> tuple[np.ndarray, np.ndarray]:
+        conj = self.conjs[c]
+        f = self.prop.feature
+        return np.append(conj.lo, conj.lo[f]), np.append(conj.hi, conj.hi[f])
+
+    def points(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(low, high)`` states of each pair, ordered by the feature."""
+        f = self.prop.feature
+        X, Y = Z[:, :-1].copy(), Z[:, :-1].copy()
+        Y[:, f] = Z[:, -1]
+        swap = Y[:, f] < X[:, f]
+        low, high = np.where(swap[:, None], Y, X), np.where(swap[:, None], X, Y)
+        return low, high
+
+    def draw(self, rng: np.random.Generator, c: int, n: int) -> np.ndarray:
+        """A state drawn uniformly, and the other value of the feature at a log-uniform distance either way."""
+        Z = super().draw(rng, c, n)
+        zlo, zhi = self.box(c)
+        f = self.prop.feature
+        span = max(zhi[-1] - zlo[-1], 0.0)
+        if span > 0 and self.hmin > 0:
+            dist = np.exp(rng.uniform(math.log(self.hmin), math.log(max(span, self.hmin)), size=n))
+            sign = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+            Z[:, -1] = Z[:, f] + sign * dist
+        return Z
+
+    def _inside(self, c: int, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+        """Both states of a pair in the conjunction, at least ``hmin`` apart."""
+        f = self.prop.feature
+        ok = _holds_all(self.conjs[c].when, low, self.act_dim)
+        ok &= _holds_all(self.conjs[c].when, high, self.act_dim)
+        ok &= (high[:, f] - low[:, f]) >= self.hmin
+        return ok
+
+    def evaluate(self, Z: np.ndarray) -> dict[str, np.ndarray]:
         low, high = self.points(Z)
         n = len(Z)
-        if not self.pair:
-            A, R = self.actions(low)
-            D = A if R is None else A - R
-            values = np.stack([ineq.value(low, D) for ineq in self.then], axis=1) if len(Z) else np.zeros((0, 1))
-            broken = np.zeros(n, dtype=bool)
-            for ineq in self.then:
-                broken |= ~ineq.holds(low, D)
-            which = np.argmax(values, axis=1) if n else np.zeros(0, dtype=int)
-            return {"violation": values.max(axis=1) if n else np.zeros(0), "broken": broken & self.valid(low),
-                    "which": which, "A": A, "R": R if R is not None else A, "AH": A}
         both, _ = self.actions(np.concatenate([low, high]))
         AL, AH = both[:n], both[n:]
         k, f = self.prop.action, self.prop.feature
-        if self.prop.kind == "monotone":
-            wrong = self.prop.direction * (AL[:, k] - AH[:, k])
-            violation, broken = wrong - MONOTONE_TOLERANCE, wrong > MONOTONE_TOLERANCE
-        else:
-            dx = high[:, f] - low[:, f]
-            slope = np.abs(AH[:, k] - AL[:, k]) / np.where(dx > 0, dx, np.inf)
-            violation, broken = slope - self.prop.bound, slope > self.prop.bound
+        violation, broken = self.prop.pair_violation(AL[:, k], AH[:, k], low, high)
         broken &= (high[:, f] > low[:, f]) & self.valid(low) & self.valid(high)
         return {"violation": violation, "broken": broken, "which": np.zeros(n, dtype=int), "A": AL, "R": AL,
                 "AH": AH}
 
-    def valid(self, X: np.ndarray) -> np.ndarray:
-        """Inside the domain, with ``when`` holding."""
-        return np.all((X >= self.lo) & (X <= self.hi), axis=1) & _when_holds(self.prop, X, self.act_dim)
-
     def gradient(self, Z: np.ndarray, ev: dict[str, np.ndarray]) -> np.ndarray:
-        """The violation's gradient in ``z`` (through the action's Jacobian at the states involved)."""
         low, high = self.points(Z)
         n = len(Z)
-        if not self.pair:
-            J = self.jacobian(low)
-            feat = np.stack([self.then[i].feat for i in ev["which"]])
-            act = np.stack([self.then[i].act for i in ev["which"]])
-            return np.asarray(feat + np.einsum("na,nad->nd", act, J))
         JJ = self.jacobian(np.concatenate([low, high]))
         k, f = self.prop.action, self.prop.feature
-        gl, gh = JJ[:n, k, :], JJ[n:, k, :]
-        if self.prop.kind == "monotone":  # s * (a(low) - a(high))
-            s = float(self.prop.direction)
-            d_low, d_high = s * gl, -s * gh
-        else:  # |a(high) - a(low)| / (high_f - low_f)
-            dx = high[:, f] - low[:, f]
-            dx = np.where(dx > 0, dx, np.inf)
-            delta = ev["AH"][:, k] - ev["A"][:, k]
-            sg = np.sign(delta)[:, None]
-            d_low, d_high = -sg * gl / dx[:, None], sg * gh / dx[:, None]
-            d_low[:, f] += np.abs(delta) / dx**2
-            d_high[:, f] -= np.abs(delta) / dx**2
+        d_low, d_high = self.prop.pair_gradient(JJ[:n, k, :], JJ[n:, k, :], ev["A"][:, k], ev["AH"][:, k], low, high)
         # z = (x, t): the features but f are shared; x_f and t are the low or the high state's feature
         g = np.zeros_like(Z)
         g[:, :-1] = d_low + d_high
@@ -326,6 +357,11 @@ class _Problem:
         g[:, f] = np.where(x_is_low, d_low[:, f], d_high[:, f])
         g[:, -1] = np.where(x_is_low, d_high[:, f], d_low[:, f])
         return g
+
+    def found(self, ev: dict[str, np.ndarray], low: np.ndarray, high: np.ndarray, label: str) -> Counterexample:
+        wrong = float(ev["violation"][0]) + self.prop.tolerance
+        return Counterexample(low[0].copy(), ev["A"][0].copy(), label, self.prop.then_text[0], wrong, high[0].copy(),
+                              ev["AH"][0].copy(), label)
 
 
 def _distinct(rows: np.ndarray) -> int:
@@ -372,7 +408,7 @@ def search_policy(predict: Predict, prop: Property, lo: np.ndarray, hi: np.ndarr
     """
     start = time.perf_counter()
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
-    if prop.kind == "teacher" and reference is None:
+    if prop.against_teacher and reference is None:
         raise ValueError(f"Property {prop.name!r} compares with the teacher: give the other policy (reference).")
     calls = [0]
 
@@ -389,13 +425,13 @@ def search_policy(predict: Predict, prop: Property, lo: np.ndarray, hi: np.ndarr
 
     own = gradient if gradient is not None else fd(counted)
     jacobian: Jacobian = own
-    if prop.kind == "teacher" and reference is not None:
+    if prop.against_teacher and reference is not None:
         ref_jac = fd(reference)
 
         def jacobian(X: np.ndarray) -> np.ndarray:
             return own(X) - ref_jac(X)
 
-    problem = _Problem(counted, prop, lo, hi, act_dim=act_dim, reference=reference, jacobian=jacobian, h=h)
+    problem = prop.search_problem(counted, lo, hi, act_dim=act_dim, reference=reference, jacobian=jacobian, h=h)
     out = TeacherSearch(prop.name, prop.kind, 0, None, 0,
                         gradient="policy" if gradient is not None else "finite differences")
     if not problem.conjs:
@@ -420,7 +456,7 @@ def search_policy(predict: Predict, prop: Property, lo: np.ndarray, hi: np.ndarr
             Zs.append(Z)
             Cs.append(np.full(len(Z), c))
     n_samples = sum(len(z) for z in Zs)
-    if states is not None and len(states) and not problem.pair and prop.kind == "teacher":
+    if states is not None and len(states) and problem.visited:
         X = np.asarray(states, dtype=np.float64)
         for c in range(len(problem.conjs)):
             ok = problem.feasible(X, np.full(len(X), c))
@@ -484,68 +520,21 @@ def search_policy(predict: Predict, prop: Property, lo: np.ndarray, hi: np.ndarr
     Zb, evb = best
     if evb["broken"].any():
         i = int(np.flatnonzero(evb["broken"])[np.argmax(evb["violation"][evb["broken"]])])
-        out.worst = _counterexample(problem, Zb[i:i + 1], label)
+        out.worst = problem.counterexample(Zb[i:i + 1], label)
     out.evaluations = calls[0]
     out.seconds = time.perf_counter() - start
     return out
 
 
-def _counterexample(problem: _Problem, z: np.ndarray, label: str) -> Counterexample | None:
-    ev = problem.evaluate(z)
-    if not ev["broken"][0]:
-        return None
-    low, high = problem.points(z)
-    prop = problem.prop
-    if problem.pair:
-        wrong = float(ev["violation"][0]) + (MONOTONE_TOLERANCE if prop.kind == "monotone" else 0.0)
-        return Counterexample(low[0].copy(), ev["A"][0].copy(), label, prop.then_text[0], wrong, high[0].copy(),
-                              ev["AH"][0].copy(), label)
-    requirement = problem.then[int(ev["which"][0])].text or prop.then_text[0]
-    if prop.kind == "teacher":
-        return Counterexample(low[0].copy(), ev["A"][0].copy(), label, prop.then_text[0],
-                              float(ev["violation"][0]), low[0].copy(), ev["R"][0].copy(), "controller")
-    return Counterexample(low[0].copy(), ev["A"][0].copy(), label, requirement, float(ev["violation"][0]))
-
-
 def visited_share(predict: Predict, prop: Property, states: np.ndarray, *,
                   reference: Predict | None = None) -> tuple[int, int] | None:
-    """``(visited states where when holds, how many of them break the property)`` for ``rule`` and ``range``
-    properties (and ``teacher`` ones, given the ``reference``); ``None`` for the kinds that speak of pairs."""
-    X = np.asarray(states, dtype=np.float64)
-    A = np.asarray(predict(X), dtype=np.float64).reshape(len(X), -1)
-    inside = _when_holds(prop, X, A.shape[1])
-    if prop.kind in ("rule", "range"):
-        broken = np.zeros(len(X), dtype=bool)
-        for ineq in prop.then:
-            broken |= ~ineq.holds(X, A)
-    elif prop.kind == "teacher" and reference is not None:
-        R = np.asarray(reference(X), dtype=np.float64).reshape(len(X), -1)
-        broken = np.max(np.abs(A - R), axis=1) > prop.bound
-    else:
-        return None
-    return int(inside.sum()), int((broken & inside).sum())
+    """``(visited states where when holds, how many of them break the property)`` (the property's own check:
+    :meth:`~interp_rl.verify.properties.Property.visited_share`): for ``rule`` and ``range`` properties, ``teacher``
+    ones given the ``reference``; ``None`` for the kinds that speak of pairs."""
+    return prop.visited_share(predict, states, reference=reference)
 
 
 def teacher_verdict(search: TeacherSearch, prop: Property, controller: Any, teacher: Predict) -> Any:
-    """The verdict of a ``teacher`` property from the search: ``refuted`` at the state where the controller and
-    the teacher differ most (checked once more through both), else ``unknown`` (tested, not proved)."""
-    from interp_rl.verify.prove import Verdict
-
-    cex = search.worst
-    if cex is not None:
-        x = cex.state[None, :]
-        a, t = np.asarray(controller.predict(x), dtype=np.float64)[0], np.asarray(teacher(x), dtype=np.float64)[0]
-        gap = float(np.max(np.abs(a - t))) - prop.bound
-        if gap > 0:
-            region = controller.kind
-            if controller.program.can("affine"):
-                pieces = controller.program.affine_pieces()
-                p = int(pieces.assign(x)[0])
-                region = pieces.labels[p] if pieces.labels else f"piece {p}"
-            return Verdict(prop.name, "refuted", counterexample=Counterexample(
-                cex.state.copy(), a, region, prop.then_text[0], gap, cex.state.copy(), t, "teacher"),
-                seconds=search.seconds)
-    tried = f"{search.samples:,} sampled" + (f" and {search.visited:,} visited" if search.visited else "")
-    return Verdict(prop.name, "unknown", f"tested on {tried} states and {search.ascents} gradient ascents, no "
-                                         f"disagreement above ε = {prop.bound:g} found (not a proof)",
-                   seconds=search.seconds)
+    """The verdict of a property from the search of the teacher (the property's own:
+    :meth:`~interp_rl.verify.properties.Property.search_verdict`; ``None`` for a kind the search does not decide)."""
+    return prop.search_verdict(search, controller, teacher)

@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import math
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from interp_rl.program import Controller, Region
 from interp_rl.verify._lp import maximise
-from interp_rl.verify.properties import Inequality, Property
+from interp_rl.verify.properties import Inequality
 from interp_rl.verify.prove import Counterexample, Verdict, _pieces_of, _rounding, _System, systems
+
+if TYPE_CHECKING:
+    from interp_rl.verify.kinds.pair import PairProperty
 
 __all__ = ["decide_slope"]
 
@@ -33,7 +37,7 @@ def _label(controller: Controller, x: np.ndarray) -> str:
     return pieces.labels[p] if pieces.labels else f"piece {p}"
 
 
-def _pair_breaks(controller: Controller, prop: Property, x1: np.ndarray, x2: np.ndarray) -> Counterexample | None:
+def _pair_breaks(controller: Controller, prop: PairProperty, x1: np.ndarray, x2: np.ndarray) -> Counterexample | None:
     """The pair ``(x1, x2)`` (``x2`` further along the feature; both checked to lie in the domain and in ``when``
     by the caller) as a counterexample, if ``predict`` breaks the property between them."""
     f, k = prop.feature, prop.action
@@ -41,11 +45,7 @@ def _pair_breaks(controller: Controller, prop: Property, x1: np.ndarray, x2: np.
     if not h > 0:
         return None
     a = controller.program.predict(np.stack([x1, x2]))
-    change = float(a[1, k] - a[0, k])
-    if prop.kind == "monotone":
-        violation = -prop.direction * change
-    else:
-        violation = abs(change) - prop.bound * h
+    violation = prop.change_violation(float(a[1, k] - a[0, k]), h)
     if not violation > 0:
         return None
     return Counterexample(x1.copy(), a[0], _label(controller, x1), prop.then_text[0], violation, x2.copy(), a[1],
@@ -140,9 +140,11 @@ def _order(P: Region, Q: Region, x: np.ndarray, f: int, width: float) -> tuple[i
     return None
 
 
-def decide_slope(controller: Controller, prop: Property, lo: np.ndarray, hi: np.ndarray,
+def decide_slope(controller: Controller, prop: PairProperty, lo: np.ndarray, hi: np.ndarray,
                  regions: list[Region] | None = None) -> Verdict:
-    """Decide a ``monotone`` or ``lipschitz`` property on the box ``[lo, hi]`` (see the module docstring)."""
+    """Decide a property of how an action changes along a feature (``monotone``, ``lipschitz``: a
+    :class:`~interp_rl.verify.kinds.pair.PairProperty`, which says which slopes and jumps break it) on the box
+    ``[lo, hi]`` (see the module docstring)."""
     start = time.perf_counter()
     prog = controller.program
     regions = prog.regions() if regions is None else regions
@@ -163,12 +165,9 @@ def decide_slope(controller: Controller, prop: Property, lo: np.ndarray, hi: np.
                 break
             r = sysm.region
             s = float(r.coef[k, f])
-            if prop.kind == "monotone" and prop.direction * s >= 0:
+            gain = (high - low) / 2 if squash == "tanh" else 1.0  # the most the squash multiplies a slope by
+            if prop.slope_keeps(s, gain):
                 continue
-            if prop.kind == "lipschitz":
-                gain = (high - low) / 2 if squash == "tanh" else 1.0
-                if abs(s) * gain <= prop.bound:
-                    continue
             z = None if squash == "tanh" else (r.coef[k], float(r.intercept[k]))
             got = _stretch(sysm, f, z, low, high)
             tally += 1
@@ -221,9 +220,7 @@ def decide_slope(controller: Controller, prop: Property, lo: np.ndarray, hi: np.
                           np.array([first.intercept[k], second.intercept[k]]),
                           np.stack([first.coef[k], second.coef[k]]))
             lows, highs = np.array([low, low]), np.array([high, high])
-            sides = [1.0] if prop.kind == "monotone" else [1.0, -1.0]
-            for side in sides:
-                d = prop.direction * side if prop.kind == "monotone" else side
+            for d in prop.jump_directions():
                 # violation: d * (a_first - a_second) > 0 (monotone: the later action is lower)
                 ineq = Inequality(np.zeros(len(lo)), np.array([d, -d]), 0.0, False, prop.then_text[0])
                 slack = _rounding(pair, 0, flo, fhi) + _rounding(pair, 1, flo, fhi)
@@ -259,7 +256,7 @@ def decide_slope(controller: Controller, prop: Property, lo: np.ndarray, hi: np.
     return verdict
 
 
-def _box_settles(prop: Property, first: Region, second: Region, k: int, lo: np.ndarray, hi: np.ndarray,
+def _box_settles(prop: PairProperty, first: Region, second: Region, k: int, lo: np.ndarray, hi: np.ndarray,
                  low: float, high: float, squash: str) -> bool:
     """Whether interval bounds on the face's box alone show the crossing keeps the property (no LP needed)."""
     def span(r: Region) -> tuple[float, float]:
@@ -274,13 +271,10 @@ def _box_settles(prop: Property, first: Region, second: Region, k: int, lo: np.n
         return False
     (p_lo, p_hi), (q_lo, q_hi) = span(first), span(second)
     pad = 1e-9 * (1.0 + max(abs(p_lo), abs(p_hi), abs(q_lo), abs(q_hi)))
-    if prop.kind == "monotone":
-        # increasing: the later action (second) must not be below the earlier one (first)
-        return (q_lo - p_hi > pad) if prop.direction > 0 else (q_hi - p_lo < -pad)
-    return False  # a Lipschitz bound needs no jump at all: only the LP can show a jump is exactly zero
+    return prop.jump_kept((p_lo, p_hi), (q_lo, q_hi), pad)  # a Lipschitz bound: never (only the LP shows no jump)
 
 
-def _crossing(controller: Controller, prop: Property, x: np.ndarray, first: Region, second: Region, f: int,
+def _crossing(controller: Controller, prop: PairProperty, x: np.ndarray, first: Region, second: Region, f: int,
               sp: _System, sq: _System, when: list[Inequality], boxes: bool, width: float) -> Counterexample | None:
     """A pair of states straddling the face at ``x``, in ``first`` then ``second``, that breaks the property."""
     act_dim = controller.program.act_dim
