@@ -29,6 +29,20 @@ def iqm(scores: np.ndarray) -> float:
     return float(stats.trim_mean(x, proportiontocut=0.25, axis=None))
 
 
+def _iqm_rows(samples: np.ndarray) -> np.ndarray:
+    """:func:`iqm` of each row of ``samples`` (n, scores) at once, equal to it bit for bit: the same partition
+    (``scipy.stats.trim_mean``'s) and the same mean, row by row, without a Python call per row.
+
+    >>> rows = np.array([[1.0, 2.0, 3.0, 100.0], [4.0, 4.0, 5.0, 9.0]])
+    >>> _iqm_rows(rows).tolist() == [iqm(r) for r in rows]
+    True
+    """
+    n = samples.shape[1]
+    low = int(0.25 * n)
+    high = n - low
+    return np.partition(samples, (low, high - 1), axis=1)[:, low:high].mean(axis=1)
+
+
 def stratified_bootstrap_ci(
     scores: np.ndarray,
     statistic: Callable[[np.ndarray], float] = iqm,
@@ -78,8 +92,9 @@ def stratified_bootstrap_ci(
     rng = np.random.default_rng(seed)
     # One index matrix per resample: row r of column t draws run idx[r, t] of task t.
     idx = rng.integers(0, runs, size=(reps, runs, tasks))
-    cols = np.arange(tasks)[None, :]
-    values = np.array([statistic(x[i, cols]) for i in idx])
+    resampled = x[idx, np.arange(tasks)[None, :]]  # (reps, runs, tasks)
+    values = (_iqm_rows(resampled.reshape(reps, -1)) if statistic is iqm and np.isfinite(x).all()
+              else np.array([statistic(sample) for sample in resampled]))
     alpha = (1 - confidence) / 2
     lo, hi = np.percentile(values, [100 * alpha, 100 * (1 - alpha)])
     return float(lo), float(hi)
