@@ -16,7 +16,6 @@ report from its records alone, in its folder under ``benchmarks/results/``:
 #: The distribution that ships this package (read by interp_rl._packages: other distributions may use the name).
 DISTRIBUTION = "interp-rl"
 
-# Every report section registers itself in benchmarks.sections; importing them here fills the registry whichever
+# The benchmarks.sections package registers the report's sections; importing it here fills the registry whichever
 # module of the package is imported first (a suite checks the sections it names against it).
-import benchmarks.analyses  # noqa: E402,F401
-import benchmarks.study_analyses  # noqa: E402,F401
+import benchmarks.sections  # noqa: E402,F401

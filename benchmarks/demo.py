@@ -12,10 +12,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from benchmarks.analyses import explanations
 from benchmarks.harness import load_records, run_suite
 from benchmarks.records import chosen, summarise
 from benchmarks.report import write_report
+from benchmarks.sections.explanations import explanations
 from benchmarks.suite import load_suite
 
 __all__ = ["demo_suite", "run_demo"]

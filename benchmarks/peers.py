@@ -32,7 +32,7 @@ from interp_rl.document import pyplot as _pyplot
 from interp_rl.errors import InterpRLError
 
 if TYPE_CHECKING:
-    from benchmarks.sections import ReportContext
+    from benchmarks.sections.context import ReportContext
 
 __all__ = ["BUDGETS", "MIN_SEEDS", "Ours", "Peer", "best_within", "frontier", "load_peers", "our_points",
            "peer_within", "peers_section"]

@@ -13,7 +13,8 @@ import numpy as np
 from benchmarks.stats import interval_estimate
 from interp_rl.compare import half_of_teacher, percent_of_teacher
 
-__all__ = ["Group", "TARGET", "aggregate", "chosen", "left_out_of_aggregate", "summarise"]
+__all__ = ["Group", "TARGET", "aggregate", "chosen", "first_number", "left_out_of_aggregate", "num", "percent",
+           "summarise"]
 
 TARGET = 90.0
 
@@ -44,7 +45,7 @@ class Group:
 
     @property
     def percents(self) -> list[float]:
-        return [_num(r["percent_of_teacher"]) for r in self.records]
+        return [num(r["percent_of_teacher"]) for r in self.records]
 
     @property
     def mean_percent(self) -> float:
@@ -58,7 +59,7 @@ class Group:
                  if r["student"].get("returns") and r["teacher"].get("return_mean")]
         return min(worst) if worst else float("nan")
 
-    def _failure_flags(self) -> list[bool]:
+    def failure_flags(self) -> list[bool]:
         """Per episode, over all seeds: below half its cell's teacher mean. The suite's failure-rate episodes
         (``rate_episodes``) where a record has them, else its evaluation episodes."""
         flags: list[bool] = []
@@ -73,8 +74,8 @@ class Group:
 
     @property
     def below_half(self) -> float:
-        """Share (%) of episodes whose return is below half the teacher's mean (see :meth:`_failure_flags`)."""
-        flags = self._failure_flags()
+        """Share (%) of episodes whose return is below half the teacher's mean (see :meth:`failure_flags`)."""
+        flags = self.failure_flags()
         return 100.0 * float(np.mean(flags)) if flags else float("nan")
 
     @property
@@ -93,17 +94,31 @@ class Group:
         return (min(worst) if worst else float("nan"), 100.0 * float(np.mean(flags)) if flags else float("nan"))
 
     def median_record(self) -> dict[str, Any]:
-        runs = sorted(self.records, key=lambda r: _num(r["percent_of_teacher"]))
+        runs = sorted(self.records, key=lambda r: num(r["percent_of_teacher"]))
         return runs[(len(runs) - 1) // 2]
 
-def _pct(v: float | None) -> float | None:
+def percent(v: float | None) -> float | None:
+    """A share as a percentage (``None`` stays ``None``).
+
+    >>> percent(0.25), percent(None)
+    (25.0, None)
+    """
     return None if v is None else 100.0 * v
 
-def _first(*values: float) -> float:
-    """The first value that is a number (not NaN), else NaN."""
+def first_number(*values: float) -> float:
+    """The first value that is a number (not NaN), else NaN.
+
+    >>> first_number(float("nan"), 3.0, 4.0)
+    3.0
+    """
     return next((v for v in values if v == v), float("nan"))
 
-def _num(v: Any) -> float:
+def num(v: Any) -> float:
+    """A record's value as a float, NaN where it is missing (``None``, as JSON writes a non-finite number).
+
+    >>> num(None), num(2)
+    (nan, 2.0)
+    """
     return float("nan") if v is None else float(v)
 
 def _size_key(size: Any) -> tuple[int, float, str]:

@@ -10,17 +10,18 @@ interquartile mean with a 95% stratified-bootstrap confidence interval
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.analyses import ANALYSES, ReportContext, analyses_of
 from benchmarks.harness import load_records
 from benchmarks.records import summarise
+from benchmarks.sections import ANALYSES, ReportContext, analyses_of
 from interp_rl.document import Document
 from interp_rl.errors import InterpRLError
 from interp_rl.io import atomic_write_text
 
-__all__ = ["FIGURES", "write_report"]
+__all__ = ["FIGURES", "Report", "build_report", "write_report"]
 
 FIGURES = "figures"
 
@@ -47,6 +48,25 @@ def _compared_records(res: Path, suite: dict[str, Any], own: list[dict[str, Any]
             out[other] = kept
     return out
 
+@dataclass
+class Report:
+    """A results folder's report, built and not yet written: the page (its pictures drawn only when written) and
+    ``summary.json``'s content."""
+
+    title: str
+    page: Document
+    summary: dict[str, Any]
+    """What ``summary.json`` holds: every group's IQM and interval, and the all-task aggregate."""
+
+    def write(self, dest: str | Path) -> dict[str, Path]:
+        """Write ``report.md``, ``report.html``, ``figures/`` (drawing the pictures) and ``summary.json`` in
+        ``dest``; return ``{"markdown": path, "html": path}``."""
+        dest = Path(dest)
+        paths = self.page.write(dest, self.title, prune=True)  # no picture of an earlier report left
+        atomic_write_text(dest / "summary.json", json.dumps(self.summary, indent=1) + "\n")
+        return paths
+
+
 def write_report(results: str | Path, out: str | Path | None = None, *, reps: int = 2000,
                  seed: int = 0) -> dict[str, Path]:
     """Write ``report.md``, ``report.html`` and ``figures/`` for the records in ``results``.
@@ -56,6 +76,19 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
     dict
         ``{"markdown": path, "html": path}``.
     """
+    report = build_report(results, reps=reps, seed=seed)
+    return report.write(Path(out) if out is not None else Path(results))
+
+
+def build_report(results: str | Path, *, reps: int = 2000, seed: int = 0) -> Report:
+    """The report of the records in ``results`` (see :func:`write_report`), built but not written: its text is
+    all there, its pictures are drawn when it is written.
+
+    Returns
+    -------
+    Report
+        The page and ``summary.json``'s content.
+    """
     res = Path(results)
     if not res.is_dir():
         raise InterpRLError(f"Results folder {str(res)!r} does not exist.")
@@ -63,7 +96,6 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
     if not records:
         raise InterpRLError(f"{str(res)!r} holds no benchmark records (expected "
                             f"{str(res / 'records')}/*.json); run `interp-rl bench` first.")
-    dest = Path(out) if out is not None else res
     suite = json.loads((res / "suite.json").read_text()) if (res / "suite.json").is_file() else {}
     compared = _compared_records(res, suite, records)
     own = records
@@ -110,10 +142,9 @@ def write_report(results: str | Path, out: str | Path | None = None, *, reps: in
                  f"{mach.get('system', '?')}",
                  "Teachers: " + "; ".join(f"{tname}: `{gs[0].records[0]['teacher']['source']}`"
                                           for tname, gs in summary.items())])
-    paths = doc.write(dest, f"interp-rl benchmark: {name}", prune=True)  # no picture of an earlier report left
-    atomic_write_text(dest / "summary.json", json.dumps(
-        {"suite": name, "groups": [{"teacher": g.teacher, "task": g.task, "method": g.method, "size": g.size,
-                                    "seeds": g.seeds, "percent_of_teacher": g.percents, **g.estimate}
-                                   for gs in summary.values() for g in gs],
-         "aggregate": ctx.aggregate}, indent=1) + "\n")
-    return paths
+    title = f"interp-rl benchmark: {name}"
+    return Report(title, doc, {
+        "suite": name, "groups": [{"teacher": g.teacher, "task": g.task, "method": g.method, "size": g.size,
+                                   "seeds": g.seeds, "percent_of_teacher": g.percents, **g.estimate}
+                                  for gs in summary.values() for g in gs],
+        "aggregate": ctx.aggregate})

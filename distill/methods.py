@@ -25,7 +25,6 @@ from distill.registry import (  # noqa: F401 - names the harness, the CLI and th
     RECIPE_RL_STEPS,
     SHAPING,
     SPEED_ONLY,
-    Explanation,
     JobOption,
     Method,
     Option,

@@ -12,23 +12,20 @@ This module imports no stage: the built-in methods are registered by :mod:`disti
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from interp_rl._validation import check_int
 from interp_rl.errors import InvalidParameterError, bad_value
-from interp_rl.program import Controller
 
 if TYPE_CHECKING:
     from distill.job import Distillation
 
-__all__ = ["JOB_DEFAULTS", "JOB_OPTIONS", "METHODS", "SPEED_ONLY",
-           "Explanation", "Method", "Option", "get_method", "register_method"]
+__all__ = ["JOB_DEFAULTS", "JOB_OPTIONS", "METHODS", "SPEED_ONLY", "Method", "Option", "get_method",
+           "register_method"]
 
 
 @dataclass(frozen=True)
@@ -81,15 +78,6 @@ JOB_DEFAULTS = {o.name: o.default for o in JOB_OPTIONS}
 SPEED_ONLY = frozenset({"jobs"})
 #: Job settings that change what is made (which features the controller reads), unlike the evaluation's.
 SHAPING = frozenset({"top_features", "random_features"})
-
-
-@dataclass
-class Explanation:
-    """One piece of a controller's explanation for a report: a picture (SVG) or text."""
-
-    title: str
-    kind: str  # "svg" or "text"
-    content: str
 
 
 def _dagger_options(seed_params: tuple[str, ...] = ("dagger__seed",)) -> tuple[Option, ...]:
@@ -181,7 +169,7 @@ class Method:
     """The estimator with its defaults."""
     options: tuple[Option, ...] = field(default_factory=tuple)
     picture_note: str = ""
-    """What the picture's shading or widths mean, for reports."""
+    """What the picture's shading or widths mean, for the reports that draw it."""
     budgets: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Named recipes besides the default (``--budget long``): settings over the defaults, under the user's own."""
     size_options: tuple[str, ...] = ()
@@ -278,58 +266,6 @@ class Method:
                 if exc.owner is not None and exc.owner.split(".")[0] == type(obj).__name__:
                     return opt
         return None
-
-    def explain(self, controller: Controller, states: np.ndarray, title: str) -> list[Explanation]:
-        """The picture, the text and one decision explained: what a report shows of a controller."""
-        from interp_rl.errors import RenderError
-        from interp_rl.viz import decision_path_text, export_text, render, to_dot
-
-        big = controller.size().get("depth", 0) > 4
-        shown = " (top 4 levels)" if big else ""
-        dot = to_dot(controller, max_depth=4 if big else None, states=states if len(states) else None,
-                     title=f"{title}{shown}")
-        parts = []
-        try:
-            with tempfile.TemporaryDirectory() as tmp:
-                svg = render(dot, Path(tmp) / "picture.svg").read_text(encoding="utf-8")
-            note = f" ({self.picture_note})" if self.picture_note else ""
-            parts.append(Explanation(f"{controller.kind.capitalize()}{note}", "svg", svg))
-        except RenderError as exc:
-            parts.append(Explanation("Picture", "text", str(exc)))
-        usage = self._usage_picture(controller, states)
-        if usage is not None:
-            parts.append(usage)
-        rules = export_text(controller).splitlines()
-        if len(rules) > 80:
-            rules = [*rules[:80], f"… {len(rules) - 80} more lines (interp-rl viz FOLDER --text prints all)"]
-        title = getattr(controller.program, "rules_title", "") or f"The {controller.kind} controller"
-        parts.append(Explanation(title, "text", "\n".join(rules)))
-        if len(states):
-            parts.append(Explanation("Why it acts as it does in one visited state", "text",
-                                     decision_path_text(controller, states[len(states) // 2])))
-        return parts
-
-
-    @staticmethod
-    def _usage_picture(controller: Controller, states: np.ndarray) -> Explanation | None:
-        """Which piece acts step by step over the visited states (in time order), overall, and where."""
-        from interp_rl.errors import RenderError
-        from interp_rl.viz import usage_figure
-
-        if not controller.program.can("affine"):
-            return None
-        pieces = controller.program.affine_pieces()
-        if len(states) < 2 or len(pieces.acting_pieces()) < 2:
-            return None
-        what = getattr(controller.program, "piece_names", ("piece",))[0]  # the kind's own word: expert, leaf, region
-        try:
-            with tempfile.TemporaryDirectory() as tmp:
-                svg = usage_figure(controller, states, Path(tmp) / "usage.svg",
-                                   title=f"Which {what} acts, step by step ({len(states)} visited states)")
-                return Explanation(f"Usage: which {what} acts, overall, and where", "svg",
-                                   svg.read_text(encoding="utf-8"))
-        except RenderError:
-            return None
 
 
 #: name -> method; the CLI's ``distill`` commands, suites and the demo read this.

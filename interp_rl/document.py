@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import html
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,8 +44,9 @@ class Document:
     def table(self, header: list[str], rows: list[list[str]]) -> None:
         self.blocks.append(("table", (header, rows)))
 
-    def image(self, name: str, data: bytes, alt: str) -> None:
-        """A picture (PNG, or SVG when ``name`` ends in ``.svg``) given as bytes."""
+    def image(self, name: str, data: bytes | Callable[[], bytes], alt: str) -> None:
+        """A picture (PNG, or SVG when ``name`` ends in ``.svg``) given as bytes, or as a function that draws them
+        when the page is written (once; a page only read as text, :meth:`markdown`, never draws it)."""
         self.blocks.append(("image", (name, data, alt)))
 
     def pre(self, text: str) -> None:
@@ -54,8 +56,15 @@ class Document:
         self.blocks.append(("ul", items))
 
     def images(self) -> dict[str, bytes]:
-        """The pictures by file name."""
+        """The pictures by file name, those given as functions drawn now (once)."""
+        for i, (kind, v) in enumerate(self.blocks):
+            if kind == "image" and callable(v[1]):
+                self.blocks[i] = ("image", (v[0], v[1](), v[2]))
         return {v[0]: v[1] for kind, v in self.blocks if kind == "image"}
+
+    def image_names(self) -> list[str]:
+        """The pictures' file names, in page order, without drawing any."""
+        return [v[0] for kind, v in self.blocks if kind == "image"]
 
     def markdown(self) -> str:
         lines: list[str] = []
@@ -79,6 +88,7 @@ class Document:
 
     def html(self, title: str) -> str:
         e = html.escape
+        self.images()  # every picture drawn
         body: list[str] = []
         for kind, v in self.blocks:
             if kind == "h":
