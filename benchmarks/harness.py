@@ -27,20 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from benchmarks.measurements import MEASUREMENTS, CellRun
+from benchmarks.record import RECORD_SCHEMA, BenchRecord
 from benchmarks.suite import Cell, Suite, SuiteError, TeacherSpec
-from distill.methods import JOB_DEFAULTS
 from interp_rl._threads import one_blas_thread
 from interp_rl.errors import InterpRLError
 from interp_rl.interrupts import sigterm_as_interrupt
-from interp_rl.io import atomic_write, atomic_write_text, json_safe, remove_stale_temps
-from interp_rl.seeds import FAILURE_SEED_OFFSET
+from interp_rl.io import atomic_write_text, remove_stale_temps
 
 __all__ = ["BenchResult", "RECORD_SCHEMA", "default_teachers_dir", "load_records", "prepare_teachers",
            "record_path", "run_cell", "run_suite", "teacher_command"]
 
-RECORD_SCHEMA = "interp-rl.bench-record/1"
 EXECUTORS = ("process", "ray", "inline")
 
 
@@ -106,91 +103,6 @@ def _provenance(spec: TeacherSpec, teacher: Any) -> dict[str, Any]:
             "variant": teacher.variant}
 
 
-def _save_npy(path: Path, array: np.ndarray) -> None:
-    def _w(tmp: str) -> None:
-        with open(tmp, "wb") as fh:
-            np.save(fh, array, allow_pickle=False)
-
-    atomic_write(path, _w)
-
-
-
-
-#: A piece (expert, leaf) acting on fewer than this share of the controller's states is idle.
-IDLE_SHARE = 0.02
-
-
-def _failure_rate(controller: Any, teacher: Any, teacher_mean: float, episodes: int,
-                  seed: int) -> tuple[dict[str, Any] | None, np.ndarray | None]:
-    """How often the controller fails: the share of ``episodes`` extra episodes below half the teacher's mean;
-    and every state those episodes visited (``None`` when ``episodes`` is 0)."""
-    if episodes <= 0:
-        return None, None
-    from interp_rl.compare import half_of_teacher, percent_of_teacher
-    from interp_rl.rollouts import evaluate
-
-    seen: list[np.ndarray] = []
-
-    def act(obs: np.ndarray, _episodes: np.ndarray) -> np.ndarray:
-        seen.append(np.array(obs, dtype=np.float64))
-        return np.asarray(controller.predict(obs), dtype=np.float64)
-
-    returns = np.asarray(evaluate(act, teacher.env_fn, episodes,  # type: ignore[arg-type]
-                                  seed=seed + FAILURE_SEED_OFFSET).returns)
-    threshold = half_of_teacher(teacher_mean)
-    below = int((returns < threshold).sum())
-    return ({"episodes": episodes, "first_seed": seed + FAILURE_SEED_OFFSET, "threshold": threshold,
-             "below_half": below, "rate": below / episodes, "worst_percent_of_teacher":
-             percent_of_teacher(float(returns.min()), teacher_mean) if teacher_mean else None,
-             "returns": returns.tolist()}, np.concatenate(seen))
-
-
-def _piece_usage(controller: Any, states: np.ndarray, episodes: int | None = None) -> dict[str, Any] | None:
-    """Share of the controller-visited ``states`` (from ``episodes`` whole episodes, when given) on which each
-    piece (leaf, expert) acts; None if not piecewise."""
-    if not controller.program.can("affine"):
-        return None
-    pieces = controller.program.affine_pieces()
-    which = pieces.assign(states)
-    count = np.bincount(which, minlength=len(pieces.intercept)) / max(len(states), 1)
-    acting = pieces.acting_pieces()
-    return {"states": int(len(states)), "episodes": episodes,
-            "shares": {pieces.labels[i]: float(count[i]) for i in acting},
-            "idle": int(sum(count[i] < IDLE_SHARE for i in acting))}
-
-
-def without_idle(controller: Any, usage: dict[str, Any] | None, env_fn: Any, teacher_returns: list[float],
-                 seed: int) -> dict[str, Any] | None:
-    """Whether fewer pieces suffice: a controller with idle pieces (see :data:`IDLE_SHARE`) run without them
-    (``Program.without_pieces``) on the cell's evaluation episodes (reset seeds ``seed ...``, one per teacher
-    return); ``None`` when no piece is idle or the kind cannot drop pieces (a tree, a routing tree). The
-    record's ``experts`` is the number of pieces left."""
-    from interp_rl.compare import percent_of_teacher
-    from interp_rl.rollouts import evaluate
-
-    program = controller.program
-    if usage is None:
-        return None
-    pieces = program.affine_pieces()
-    acting = pieces.acting_pieces()
-    idle = [i for i in acting if usage["shares"].get(pieces.labels[i], 0.0) < IDLE_SHARE]
-    if not idle or len(idle) == len(acting):
-        return None
-    if not program.can("drop_pieces"):  # a tree's leaves, a routing tree's experts
-        return None
-    fewer = dataclasses.replace(controller, program=program.without_pieces(idle))
-    returns = evaluate(fewer, env_fn, len(teacher_returns), seed=seed).returns
-    t_mean = float(np.mean(teacher_returns))
-    return {"dropped": [pieces.labels[i] for i in idle], "experts": len(acting) - len(idle),
-            "parameters": fewer.size()["parameters"], "return_mean": float(np.mean(returns)),
-            "percent_of_teacher": percent_of_teacher(float(np.mean(returns)), t_mean),
-            "worst_percent_of_teacher": percent_of_teacher(float(min(returns)), t_mean), "returns": list(returns)}
-
-
-def _speedup(teacher_s: float, student_s: float | None) -> float | None:
-    return teacher_s / student_s if student_s else None
-
-
 @one_blas_thread
 def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers_dir: str,
              jobs: int = 1) -> dict[str, Any]:
@@ -200,21 +112,19 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     function runs unchanged in a worker process or a Ray task. NumPy's BLAS runs on one thread inside a
     cell: cells run side by side, and BLAS threads waiting on busy cores made SINDy fits several times slower.
     ``jobs`` is the CPUs the cell may use for a recipe's DART levels (the distillation's ``jobs``); it changes
-    the cell's time, never its controller.
+    the cell's time, never its controller. Once the controller is made, every registered measurement
+    (:data:`benchmarks.measurements.MEASUREMENTS`) runs on it, in order, and the record
+    (:class:`benchmarks.record.BenchRecord`) holds what the cell is and what they measured.
     """
     import torch
 
-    from benchmarks.latency import controller_latency, teacher_latency
     from benchmarks.suite import MethodSpec
     from distill.job import METRICS_FILE, run_job
     from distill.methods import JOB_OPTIONS, METHODS, SHAPING
     from envs import task_signals
-    from interp_rl.attribution import teacher_agreement
-    from interp_rl.compare import compare
     from interp_rl.export import write_exports
     from interp_rl.program import load_controller
     from interp_rl.provenance import machine, versions
-    from interp_rl.rollouts import collect
 
     torch.set_num_threads(1)  # small batches: one thread is fastest and never oversubscribes
     c = Cell(**cell)
@@ -247,99 +157,22 @@ def run_cell(cell: dict[str, Any], suite: dict[str, Any], results: str, teachers
     made = json.loads((work / METRICS_FILE).read_text())
     controller = load_controller(work)
     exports = write_exports(controller, work, force=True)
-    episodes, fid_steps = int(suite["episodes"]), int(suite["fidelity_steps"])
-    ev = compare(controller, teacher, teacher.env_fn, episodes=episodes, seed=c.seed, fidelity_steps=fid_steps)
-    rate_episodes = int(suite.get("rate_episodes", 0))
-    failures, seen = _failure_rate(controller, teacher, ev["teacher_return"], rate_episodes, c.seed)
-
-    # States the controller visits: for latency, and for the report's explanations.
-    states = collect(controller, teacher.env_fn, int(suite["latency_batch"]), c.seed).observations
-    _save_npy(work / "states.npy", states)
-    t_lat = teacher_latency(teacher, states)
-    s_lat = controller_latency(controller, work, states)
-    size = controller.size()
-    # which pieces act, over every state of the failure-rate episodes (else the latency states)
-    usage = (_piece_usage(controller, states) if seen is None else _piece_usage(controller, seen, rate_episodes))
-    if usage is not None:
-        usage["without_idle"] = without_idle(controller, usage, teacher.env_fn, ev["teacher_returns"], c.seed)
-    verification = _verification(controller, suite, teacher, states)
-    record = {
-        "schema": RECORD_SCHEMA,
-        "id": c.id,
-        "suite": suite["name"],
-        "cell": c.to_dict(),
-        "task": teacher.task,
-        "method": c.method,
-        "distiller": mspec.method,
-        "kind": controller.kind,
-        "size_name": mspec.vary or method.size,
-        "teacher": {**provenance, "return_mean": ev["teacher_return"], "return_std": ev["teacher_return_std"],
-                    "returns": ev["teacher_returns"]},
-        "student": {"return_mean": ev["student_return"], "return_std": ev["student_return_std"],
-                    "returns": ev["student_returns"], "lengths": ev["student_lengths"],
-                    "worst_return": ev["worst_student_return"]},
-        "episodes": episodes,
-        "episode_seeds": [c.seed + i for i in range(episodes)],
-        "percent_of_teacher": ev["percent_of_teacher"],
-        "worst_percent_of_teacher": ev["worst_percent_of_teacher"],
-        "failures": failures,
-        "fidelity": {"teacher_states": ev["fidelity_teacher_states"],
-                     "student_states": ev["fidelity_student_states"], "steps": fid_steps},
-        "usage": usage,
-        "size": {"leaves": None, "depth": None, "experts": None, **size,
-                 "export_bytes": {k: Path(p).stat().st_size for k, p in exports.items()}},
-        "latency": {
-            "compares": "single: SB3 model.predict (the call a user makes) against the exported Python act(); "
-                        "forward: the teacher network's bare forward pass (torch, no_grad) against the C act() "
-                        "timed in a C loop; batch: batched predict per observation, teacher against controller",
-            "teacher_single_s": t_lat["single_s"], "teacher_forward_s": t_lat["forward_s"],
-            "teacher_batch_s_per_obs": t_lat["batch_s_per_obs"],
-            "student_single_s": s_lat["single_s"], "student_batch_s_per_obs": s_lat["batch_s_per_obs"],
-            "student_c_native_s": s_lat["c_native_s"], "batch": len(states),
-            "speedup_single": _speedup(t_lat["single_s"], s_lat["single_s"]),
-            "speedup_batch": _speedup(t_lat["batch_s_per_obs"], s_lat["batch_s_per_obs"]),
-            "speedup_c_native": _speedup(t_lat["single_s"], s_lat["c_native_s"]),
-            "speedup_c_vs_forward": _speedup(t_lat["forward_s"], s_lat["c_native_s"]),
-        },
-        "distill_seconds": made["distill_seconds"],
-        "distill_cores": jobs,  # the cores its DART levels could use (a resumed cell's last run's)
-        "attribution_agreement": teacher_agreement(teacher, controller, int(suite.get("attribution_states",
-                                                                                     JOB_DEFAULTS["attribution_states"])),
-                                                   c.seed),
-        "details": {k: made.get(k) for k in ("weighting", "best_round", "samples", "dagger_history", "tuning",
-                                             "rl", "fit_facts", "start", "scratch", "sweep", "repair", "restarts",
-                                             "noise_levels", "rl_levels", "feature_subset")},
-        "config": config,
-        "verification": verification,
-        "controller": f"cells/{c.id}",
-        "versions": versions(),
-        "machine": machine(),
-        "cell_seconds": time.perf_counter() - t0,
-    }
-    record = json_safe(record)
-    atomic_write_text(out, json.dumps(record, indent=1) + "\n")
-    return record
-
-
-def _verification(controller: Any, suite: dict[str, Any], teacher: Any, states: Any) -> dict[str, Any] | None:
-    """The verdicts of the suite's property file for the controller's task (``None`` when it names none)."""
-    from interp_rl.verify import load_properties, verify
-
-    file = (suite.get("properties") or {}).get(teacher.task)
-    if file is None:
-        return None
-    props = load_properties(file, features=controller.features, actions=controller.actions)
-    bounds = None
-    if props.domain.source == "task":
-        env = teacher.env_fn(0)
-        bounds = (env.observation_space.low, env.observation_space.high)
-        env.close()
-    result = verify(controller, props, states=states, task_bounds=bounds)
-    return {"properties": Path(file).name, "counts": result.counts(), "seconds": result.seconds,
-            "verdicts": [{"name": v.name, "status": v.status, "reason": v.reason, "regions": v.regions,
-                          "seconds": v.seconds, "failing_regions": len(v.failing),
-                          "sampled": result.sampled[v.name].to_dict() if v.name in result.sampled else None}
-                         for v in result.verdicts]}
+    run = CellRun(cell=c, suite=suite, teacher=teacher, provenance=provenance, controller=controller, made=made,
+                  work=work, exports=exports)
+    measured = {name: m.measure(run) for name, m in MEASUREMENTS.items()}
+    built_in = {f.name for f in dataclasses.fields(BenchRecord)} - {"extra"}
+    episodes = int(suite["episodes"])
+    record = BenchRecord(
+        id=c.id, suite=suite["name"], cell=c, task=teacher.task, method=c.method, distiller=mspec.method,
+        kind=controller.kind, size_name=mspec.vary or method.size, episodes=episodes,
+        episode_seeds=[c.seed + i for i in range(episodes)],
+        distill_cores=jobs,  # the cores its DART levels could use (a resumed cell's last run's)
+        config=config, controller=f"cells/{c.id}", versions=versions(), machine=machine(),
+        **{k: v for k, v in measured.items() if k in built_in},
+        extra={k: v for k, v in measured.items() if k not in built_in},
+        cell_seconds=time.perf_counter() - t0)
+    atomic_write_text(out, record.to_json())
+    return record.to_dict()
 
 
 def load_records(results: Path) -> list[dict[str, Any]]:

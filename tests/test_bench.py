@@ -389,7 +389,7 @@ def test_bench_writes_one_complete_record_per_cell(bench_run: tuple[Path, Path])
 def test_fewer_experts_are_run_without_the_idle_ones(tiny_teacher: Path) -> None:
     """A mixture whose second expert never acts: without it, the same episodes to the last digit; a routing tree
     has no next choice, so it is not run."""
-    from benchmarks.harness import _piece_usage, without_idle
+    from benchmarks.measurements import piece_usage, without_idle
     from envs.teachers import load_teacher
     from interp_rl.kinds.mixture import MixtureProgram, router_tree
     from interp_rl.program import Controller, Signal
@@ -401,13 +401,13 @@ def test_fewer_experts_are_run_without_the_idle_ones(tiny_teacher: Path) -> None
                           action_low=[-3.0], action_high=[3.0])
     ctrl = Controller(prog, [Signal(f"x{i}") for i in range(4)], [Signal("force")], task="InvertedPendulum-v5")
     states = collect(ctrl, teacher.env_fn, 200, seed=0).observations
-    usage = _piece_usage(ctrl, states)
-    assert usage is not None and usage["idle"] == 1 and usage["shares"]["expert 2"] == 0.0
+    usage = piece_usage(ctrl, states)
+    assert usage is not None and usage.idle == 1 and usage.shares["expert 2"] == 0.0
     t_returns = evaluate(teacher, teacher.env_fn, 3, seed=5).returns
     fewer = without_idle(ctrl, usage, teacher.env_fn, t_returns, 5)
-    assert fewer is not None and fewer["dropped"] == ["expert 2"] and fewer["experts"] == 1
-    assert fewer["returns"] == evaluate(ctrl, teacher.env_fn, 3, seed=5).returns
-    assert fewer["percent_of_teacher"] == pytest.approx(100 * np.mean(fewer["returns"]) / np.mean(t_returns))
+    assert fewer is not None and fewer.dropped == ["expert 2"] and fewer.experts == 1
+    assert fewer.returns == evaluate(ctrl, teacher.env_fn, 3, seed=5).returns
+    assert fewer.percent_of_teacher == pytest.approx(100 * np.mean(fewer.returns) / np.mean(t_returns))
     routed = Controller(dataclasses.replace(prog, router_intercept=np.zeros(0), router_coef=np.zeros((0, 4)),
                                             tree=router_tree(feature=[-1], threshold=[0.0], left=[-1], right=[-1],
                                                              expert=[0], obs_dim=4)), ctrl.features, ctrl.actions, task=ctrl.task)
