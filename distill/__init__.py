@@ -19,6 +19,10 @@ A distiller receives a teacher (:class:`interp_rl.teachers.Teacher`) and an envi
 - :mod:`distill.prune`: cost-complexity pruning, pruning to a leaf budget, merging look-alike leaves.
 - :class:`Distillation` and :func:`run_job`: a method's whole estimator and the job behind
   ``interp-rl distill METHOD``; :data:`METHODS` is the registry of methods.
+- :mod:`distill.stages`: the stages after DAgger, one family (:class:`Stage`: ``fit(student, context) ->
+  StageResult``, its checkpoint folder, held-out score and progress), registered in :data:`STAGES`; a new
+  stage is one class given to ``Distillation(stages=[...])``. :mod:`distill.events`: the typed progress
+  events every stage sends.
 - :func:`fit_from_log` and :func:`behaviour_clone` (:mod:`distill.logged`): a method's student learnt from a log
   when there is no teacher (``interp-rl distill METHOD --data LOG``), judged on a held-out part of it.
 """
@@ -36,12 +40,14 @@ from distill.prune import collapse_similar, cost_complexity_path, prune, prune_t
 from distill.rl import CriticTuner
 from distill.silver import SILVERPolicy
 from distill.sindy import SINDyPolicy
+from distill.stages import STAGES, Stage, StageContext, StageResult, register_stage
 from distill.subset import FeatureSubset
 from distill.tree import TreePolicy
 
 __all__ = [
     "ARS",
     "METHODS",
+    "STAGES",
     "CriticTuner",
     "DAgger",
     "Distillation",
@@ -54,6 +60,9 @@ __all__ = [
     "PReLUPolicy",
     "SILVERPolicy",
     "SINDyPolicy",
+    "Stage",
+    "StageContext",
+    "StageResult",
     "TreePolicy",
     "behaviour_clone",
     "collapse_similar",
@@ -63,6 +72,7 @@ __all__ = [
     "prune",
     "prune_to_leaves",
     "register_method",
+    "register_stage",
     "run_ars_job",
     "run_job",
 ]

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from distill.events import SearchStep
 from interp_rl._parallel import ray_map, side_by_side
 from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import InterpRLError, bad_value
@@ -48,7 +49,7 @@ from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.program import Controller, Program
 from interp_rl.seeds import SELECTION_SEED_OFFSET
 
-__all__ = ["ARS", "ParameterLayout", "run_ars_job"]
+__all__ = ["ARS", "ParameterLayout", "ars_update", "run_ars_job"]
 
 EnvFn = Callable[[int], Any]
 STATE_JSON = "ars_state.json"
@@ -356,11 +357,7 @@ class ARS(BaseEstimator):
             rows = self._run(layout, theta, deltas, seeds, mean, std, horizon, env_fn)
             plus = np.array([r["plus"] for r in rows])
             minus = np.array([r["minus"] for r in rows])
-            best = np.argsort(-np.maximum(plus, minus), kind="stable")[:top]
-            used = np.concatenate([plus[best], minus[best]])
-            sigma_r = float(used.std())
-            step = (plus[best] - minus[best]) @ deltas[best]
-            theta = theta + self.step_size / (top * (sigma_r if sigma_r > 0 else 1.0)) * step
+            theta, sigma_r = ars_update(theta, plus, minus, deltas, self.step_size, top)
             for r in rows:
                 stats = _merge(_merge(stats, r["plus_stats"]), r["minus_stats"])
                 env_steps += r["steps"]
@@ -375,7 +372,7 @@ class ARS(BaseEstimator):
             if ckpt is not None:
                 self._save(ckpt, theta, stats, rng, history, iteration, env_steps)
             if progress is not None:
-                progress(row)
+                progress(SearchStep(iteration=iteration, return_mean=row["return_mean"], details=row))
         mean, std = _moments(stats) if self.normalize else (np.zeros(obs_dim), np.ones(obs_dim))
         self.program_ = layout.program_for(theta, mean, std)
         self.theta_, self.obs_mean_, self.obs_std_ = theta, mean, std
@@ -522,6 +519,26 @@ def teacher_ars_settings(teacher: Any) -> dict[str, Any]:
 def ars_chunks(n_directions: int, workers: int) -> Sequence[np.ndarray]:
     """The contiguous chunks of directions ``workers`` tasks run (for tests and timing)."""
     return [c for c in np.array_split(np.arange(n_directions), max(1, workers)) if len(c)]
+
+
+def ars_update(theta: np.ndarray, plus: np.ndarray, minus: np.ndarray, deltas: np.ndarray, step_size: float,
+               top: int) -> tuple[np.ndarray, float]:
+    """One update of augmented random search (Mania et al., 2018, Algorithm 2, line 7), the one every ARS here
+    makes (:class:`ARS` on a program's parameters, :class:`~distill.finetune.LeafTuner` on a tree's leaves).
+
+    ``plus[k]`` and ``minus[k]`` are the returns of ``theta + nu * deltas[k]`` and ``theta - nu * deltas[k]``; the
+    ``top`` directions by ``max(plus, minus)`` (ties in direction order) step ``theta`` by ``step_size / (top *
+    sigma)`` times their return differences times their directions, ``sigma`` the standard deviation of those
+    ``2 top`` returns (1 when they are all equal). Returns ``(new theta, sigma)``.
+
+    >>> theta, sigma = ars_update(np.zeros(2), np.array([3.0, 1.0]), np.array([1.0, 1.0]), np.eye(2), 0.5, 1)
+    >>> theta.tolist(), sigma
+    ([0.5, 0.0], 1.0)
+    """
+    best = np.argsort(-np.maximum(plus, minus), kind="stable")[:top]
+    sigma = float(np.concatenate([plus[best], minus[best]]).std())
+    step = (plus[best] - minus[best]) @ deltas[best]
+    return theta + step_size / (top * (sigma if sigma > 0 else 1.0)) * step, sigma
 
 
 def run_ars_job(ars: Any, start: Program | Controller | str, env_fn: EnvFn, out: str | Path, *, steps: int,

@@ -49,6 +49,7 @@ from distill.ars import (
     save_search_state,
     warm_up,
 )
+from distill.events import SearchStep
 from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import InterpRLError
 from interp_rl.program import Controller, Program
@@ -271,7 +272,7 @@ class CMAES(BaseEstimator):
             if ckpt is not None:
                 self._save(ckpt, m, sigma, cov, pc, ps, stats, rng, history, generation, env_steps)
             if progress is not None:
-                progress(row)
+                progress(SearchStep(iteration=generation, return_mean=row["return_mean"], details=row))
         mean, std = _moments(stats) if self.normalize else (np.zeros(obs_dim), np.ones(obs_dim))
         self.program_ = layout.program_for(m, mean, std)
         self.theta_, self.sigma_, self.cov_ = m, sigma, cov

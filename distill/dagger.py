@@ -29,6 +29,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.metrics import mean_squared_error, r2_score
 
+from distill.events import DaggerRound
 from distill.tree import TreePolicy
 from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import DistillInterrupted, InterpRLError, bad_value
@@ -342,7 +343,7 @@ class DAgger(BaseEstimator):
                         {"config": self._config(), "weighting": self.weighting_, "history": history},
                         indent=1) + "\n")
                 if progress is not None:
-                    progress(row)
+                    progress(DaggerRound(round=row["round"], return_mean=row["return_mean"], details=row))
         except KeyboardInterrupt:
             where = f"; {len(history)} completed round(s) are kept in {str(ckpt)!r}" if ckpt else ""
             raise DistillInterrupted(f"Distillation interrupted{where}.") from None

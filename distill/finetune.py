@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from distill.ars import ars_update
+from distill.events import SearchStep
 from distill.tree import TreePolicy
 from interp_rl._validation import check_float, check_int
 from interp_rl.errors import bad_value
@@ -201,10 +203,7 @@ class LeafTuner(BaseEstimator):
             coefs = np.stack([a[1] for a in arrays])
             ep_seed = self.seed + TUNING_SEED_OFFSET + it
             rets = _batched_returns(program, intercepts, coefs, ep_seed, env_fn)
-            r_plus, r_minus = rets[:n_dir], rets[n_dir:]
-            order = np.argsort(-np.maximum(r_plus, r_minus))[:top]
-            sigma = float(np.concatenate([r_plus[order], r_minus[order]]).std()) or 1.0
-            theta = theta + step / (top * sigma) * ((r_plus[order] - r_minus[order]) @ delta[order])
+            theta, _ = ars_update(theta, rets[:n_dir], rets[n_dir:], delta, step, top)
             if it % eval_every == 0 or it == self.n_iter:
                 ret = score(theta)
                 row = {"iteration": it, "return_mean": ret, "seconds": time.perf_counter() - t0}
@@ -212,7 +211,7 @@ class LeafTuner(BaseEstimator):
                 if ret > best:
                     best, best_theta = ret, theta.copy()
                 if progress is not None:
-                    progress(row)
+                    progress(SearchStep(iteration=it, return_mean=ret, details=row))
         self.history_ = history
         self.best_return_ = best
         self.student_ = student.with_program(params.program_for(best_theta))

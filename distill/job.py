@@ -13,6 +13,7 @@ import logging
 import shutil
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,13 +21,27 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 from distill.dagger import DAgger, _jsonable
+from distill.events import DaggerRound, DartLevel, LevelChosen, Progress, ProgressEvent, as_event
 from distill.folder import CONFIG_FILE, METRICS_FILE, _save_evidence, _size_text, write_controller_files
+from distill.stages import (
+    STAGES,
+    Collapse,
+    FineTuning,
+    FromScratch,
+    LeafTuning,
+    RepairStage,
+    Restarts,
+    SparsitySweep,
+    Stage,
+    StageContext,
+    refit_like,
+)
 from interp_rl._threads import one_blas_thread
 from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import DistillInterrupted, InterpRLError, bad_value
 from interp_rl.io import atomic_write_text, json_safe
 from interp_rl.program import Signal
-from interp_rl.seeds import RESTART_SEED_OFFSET, RL_LEVELS_SEED_OFFSET, SWEEP_SEED_OFFSET
+from interp_rl.seeds import RL_LEVELS_SEED_OFFSET
 from interp_rl.teachers import Teacher, check_teacher
 
 if TYPE_CHECKING:
@@ -114,6 +129,11 @@ class Distillation(BaseEstimator):
         After DAgger (and the sweep): targeted DAgger from the run-up to the controller's failures, the student
         refitted within its budget (:class:`~distill.repair.FailureRepair`); skipped when ``None`` or its
         ``n_rounds`` is 0.
+    stages : list of Stage, default=None
+        Further stages (:mod:`distill.stages`, registered with ``register_stage``): a stage whose ``per_level`` is
+        true runs on each DART level's fit after the repair and before the restarts (it sees DAgger's data); the
+        others run, in order, on the kept controller after fine-tuning and leaf merging. Each one's record is kept
+        in ``stages_`` and in ``metrics.json`` under its name.
 
     Attributes
     ----------
@@ -143,6 +163,8 @@ class Distillation(BaseEstimator):
         With ``rl_levels='each'``: each level's fine-tuning (start and best held-out return of the tuner) and its
         fine-tuned controller's score, mean and worst return on the further held-out episodes, and the kept one
         (empty otherwise).
+    stages_ : dict
+        The record of each given stage that ran, by name (empty without ``stages``).
     daggers_ : list of DAgger
         Every DAgger run, one per DART level (``[dagger_]`` with one level; empty without DAgger).
     data_ : tuple or None
@@ -154,7 +176,7 @@ class Distillation(BaseEstimator):
                  collapse_atol: float = 0.0, scratch: Any = None, sweep: str = "", sweep_param: str = "",
                  sweep_tolerance: float = 0.05, sweep_episodes: int = 10, repair: Any = None, restarts: int = 1,
                  restart_episodes: int = 20, noise_levels: str = "", rl_levels: str = "kept",
-                 n_jobs: int | None = None) -> None:
+                 n_jobs: int | None = None, stages: Sequence[Stage] | None = None) -> None:
         self.dagger = dagger
         self.tuner = tuner
         self.rl = rl
@@ -170,6 +192,7 @@ class Distillation(BaseEstimator):
         self.noise_levels = noise_levels
         self.rl_levels = rl_levels
         self.n_jobs = n_jobs
+        self.stages = stages
 
     def _noise_values(self) -> list[float]:
         """The DART levels to choose between, parsed; [] when off."""
@@ -189,6 +212,9 @@ class Distillation(BaseEstimator):
         for part in (self.tuner, self.rl, self.scratch, self.repair):
             if part is not None:
                 part._validate_params()
+        names = [self._check_stage(stage) for stage in self.stages or ()]
+        if len(set(names)) != len(names):
+            raise bad_value("stages", "Distillation", "stages of distinct names", ", ".join(names))
         check_float(self.collapse_atol, "collapse_atol", "Distillation")
         check_float(self.sweep_tolerance, "sweep_tolerance", "Distillation")
         check_int(self.sweep_episodes, "sweep_episodes", "Distillation", low=1)
@@ -204,16 +230,30 @@ class Distillation(BaseEstimator):
                 raise bad_value("sweep_param", "Distillation", f"a parameter of {type(student).__name__}",
                                 self.sweep_param)
 
+    @staticmethod
+    def _check_stage(stage: Any) -> str:
+        """A given stage's name, once it is checked to be a registered :class:`~distill.stages.Stage`."""
+        if not isinstance(stage, Stage):
+            raise bad_value("stages", "Distillation", "Stage instances (distill.stages.Stage)", stage)
+        if STAGES.get(stage.name) is not type(stage):
+            raise bad_value("stages", "Distillation", "registered stages (distill.stages.register_stage)",
+                            type(stage).__name__)
+        if stage.name in {"tuning", "rl", "repair", "restarts", "sweep", "scratch", "collapse"}:
+            raise bad_value("stages", "Distillation", "a stage that is not built in (those are set by their own "
+                            "parameters)", stage.name)
+        stage._validate_params()
+        return stage.name
+
     @one_blas_thread
     def fit(self, teacher: Teacher, env_fn: Callable[[int], Any] | None = None, *,
             checkpoint_dir: str | Path | None = None, resume: bool = False,
-            progress: Callable[[dict[str, Any]], None] | None = None, start: Any = None) -> Distillation:
+            progress: Progress | None = None, start: Any = None) -> Distillation:
         """Distil ``teacher`` in environments from ``env_fn`` (default ``teacher.env_fn``).
 
-        DAgger rounds and the fine-tuning's state are checkpointed in ``checkpoint_dir`` (``resume=True``
-        continues them). With
-        ``start`` (a fitted student, e.g. ``PolicyStudent.from_program`` of a saved controller) DAgger is
-        skipped: the fine-tuning steps start from it (``dagger_`` is then ``None``).
+        DAgger rounds and the stages' state are checkpointed in ``checkpoint_dir`` (``resume=True`` continues
+        them). With ``start`` (a fitted student, e.g. ``PolicyStudent.from_program`` of a saved controller) DAgger is
+        skipped: the stages after it start from it (``dagger_`` is then ``None``). ``progress`` receives
+        :mod:`distill.events` events.
 
         NumPy's BLAS runs on one thread throughout, as torch does in every student: how a product's sums are
         split across threads changes their last bits, DAgger's rollouts amplify them, and the same seed would
@@ -224,6 +264,7 @@ class Distillation(BaseEstimator):
         if self.rl is not None and self.rl.n_steps > 0:
             self.rl._critic_source(teacher)  # a critic the teacher lacks is said now, not after distilling
         env_fn = env_fn if env_fn is not None else teacher.env_fn
+        ckpt = None if checkpoint_dir is None else Path(checkpoint_dir)
         self.scratch_: dict[str, Any] = {}
         self.noise_levels_: dict[str, Any] = {}
         self.daggers_: list[DAgger] = []
@@ -232,13 +273,18 @@ class Distillation(BaseEstimator):
         self.repair_: dict[str, Any] = {}
         self.restarts_: dict[str, Any] = {}
         self.rl_levels_: dict[str, Any] = {}
+        self.stages_: dict[str, dict[str, Any]] = {}
         runs: list[dict[str, Any]] = []
         dagger: DAgger | None
-        if self.scratch is not None and self.scratch.n_steps > 0:
+        template = self.dagger or DAgger()
+        scratch = FromScratch(self.scratch)
+        if scratch.active():
             if start is not None:
                 raise InterpRLError("RL from scratch (scratch_steps) and a start controller exclude each other: "
                                     "drop one.")
-            dagger, student, scale = None, self._from_scratch(teacher, checkpoint_dir, resume, progress), None
+            res = scratch.run(clone(template.student), StageContext(
+                teacher, env_fn, ckpt, resume, progress, seed=template.seed, n_envs=template.n_envs))
+            dagger, student, scale, self.scratch_ = None, res.student, None, res.record
         elif start is None:
             levels = self._noise_values()
             runs = self._distil_levels(teacher, env_fn, levels, checkpoint_dir, resume, progress)
@@ -248,6 +294,7 @@ class Distillation(BaseEstimator):
             scale = dagger.X_.std(axis=0)
             self.sweep_, self.data_, self.repair_ = runs[kept]["sweep"], runs[kept]["data"], runs[kept]["repair"]
             self.restarts_ = runs[kept]["restarts"]
+            self.stages_.update(runs[kept]["stages"])
             if len(runs) > 1:
                 rows = [{"noise": r["noise"], "score": r["score"], "return_mean": r["return_mean"],
                          "return_min": r["return_min"]} for r in runs]
@@ -260,68 +307,74 @@ class Distillation(BaseEstimator):
                                       + self.restarts_["kept"]}
         else:
             dagger, student, scale = None, start, None
+        context = StageContext(teacher, env_fn, ckpt, resume, progress, dagger=dagger, data=self.data_,
+                               feature_scale=scale, seed=template.seed if dagger is None else dagger.seed,
+                               n_envs=template.n_envs if dagger is None else dagger.n_envs)
         self.tuning_: dict[str, Any] = {}
-        if self.tuner is not None and self.tuner.n_iter > 0:
-            tuner = clone(self.tuner)
-            t0 = time.perf_counter()
-            tuner.fit(student, env_fn, feature_scale=scale, progress=progress)
-            student = tuner.student_
-            self.tuning_ = {"initial_return": tuner.initial_return_, "best_return": tuner.best_return_,
-                            "history": tuner.history_, "seconds": time.perf_counter() - t0}
+        tuning = LeafTuning(self.tuner)
+        if tuning.active():
+            res = tuning.run(student, context)
+            student, self.tuning_ = res.student, res.record
         self.rl_: dict[str, Any] = {}
-        if self.rl is not None and self.rl.n_steps > 0 and self.rl_levels == "each" and len(runs) > 1:
+        tuning_rl = FineTuning(self.rl)
+        if tuning_rl.active() and self.rl_levels == "each" and len(runs) > 1:
             if self.tuning_:
                 raise bad_value("rl_levels", "Distillation", "'kept' with leaf tuning (tune_iterations)",
                                 self.rl_levels)
-            kept, student = self._tune_levels(runs, teacher, env_fn, checkpoint_dir, resume, progress)
+            kept, student = self._tune_levels(runs, context)
             dagger = runs[kept]["dagger"]
             self.sweep_, self.data_, self.repair_ = runs[kept]["sweep"], runs[kept]["data"], runs[kept]["repair"]
+            self.stages_ = dict(runs[kept]["stages"])
+            context.dagger, context.data = dagger, self.data_
             self.noise_levels_ = {**self.noise_levels_, "kept": kept, "noise": runs[kept]["noise"],
                                   "chosen": "after fine-tuning"}
-        elif self.rl is not None and self.rl.n_steps > 0:
-            student, self.rl_ = self._tune_one(student, teacher, env_fn, None if checkpoint_dir is None
-                                               else Path(checkpoint_dir), resume, progress)
-        if self.collapse_atol > 0:
-            if not hasattr(student, "tree_"):
-                raise bad_value("collapse_atol", "Distillation", "0 for a student that is not a tree",
-                                self.collapse_atol)
-            from distill.prune import collapse_similar
-
-            student = collapse_similar(student, self.collapse_atol)
+        elif tuning_rl.active():
+            res = tuning_rl.run(student, context)
+            student, self.rl_ = res.student, res.record
+        collapse = Collapse(self.collapse_atol)
+        if collapse.active():
+            student = collapse.run(student, context).student
+        for stage in self._extra_stages(per_level=False):
+            res = stage.run(student, context)
+            student = res.student
+            self.stages_[stage.name] = res.record
+            if res.data is not None:
+                self.data_ = context.data = res.data
         self.dagger_, self.student_ = dagger, student
         return self
 
-    def _tune_levels(self, runs: list[dict[str, Any]], teacher: Teacher, env_fn: Callable[[int], Any],
-                     checkpoint_dir: str | Path | None, resume: bool,
-                     progress: Callable[[dict[str, Any]], None] | None) -> tuple[int, Any]:
+    def _extra_stages(self, *, per_level: bool) -> list[Stage]:
+        """The given ``stages`` that run per DART level (``per_level``) or once after, and are on."""
+        return [s for s in self.stages or () if s.per_level == per_level and s.active()]
+
+    def _tune_levels(self, runs: list[dict[str, Any]], context: StageContext) -> tuple[int, Any]:
         """``rl_levels='each'``: every level's student fine-tuned (side by side, a checkpoint folder each), each
         result scored on ``restart_episodes`` further held-out episodes; ``(kept level, its student)``."""
         from functools import partial
 
-        from distill.scoring import held_out_score
         from interp_rl._parallel import side_by_side, usable_cpus
 
         jobs = min(len(runs), self.n_jobs if self.n_jobs is not None else usable_cpus())
-        tasks = [partial(self._tune_one, run["student"], teacher, env_fn,
-                         None if checkpoint_dir is None else Path(checkpoint_dir) / f"rl-noise-{run['noise']:g}",
-                         resume, level=i) for i, run in enumerate(runs)]
+        tasks = [partial(self._tune_one, run["student"], run["dagger"], context, run["noise"], i)
+                 for i, run in enumerate(runs)]
         try:
-            tuned = side_by_side(tasks, jobs, progress)
+            tuned = side_by_side(tasks, jobs, context.progress)
         except KeyboardInterrupt:
             if jobs == 1:
                 raise
-            where = (f"; each level's state is kept in {str(checkpoint_dir)!r} (a folder per DART level)"
-                     if checkpoint_dir is not None else "")
+            where = (f"; each level's state is kept in {str(context.checkpoint_dir)!r} (a folder per DART level)"
+                     if context.checkpoint_dir is not None else "")
             raise DistillInterrupted(f"Fine-tuning interrupted{where}.") from None
-        dagger = runs[0]["dagger"]
-        seed = dagger.seed + RL_LEVELS_SEED_OFFSET
+        first = runs[0]["dagger"]
+        choose = replace(context, seed=first.seed, n_envs=first.n_envs)
         rows = []
         for run, (student, rl) in zip(runs, tuned, strict=True):
-            score, mean, worst = held_out_score(student, env_fn, self.restart_episodes, seed, n_envs=dagger.n_envs)
+            score, mean, worst = FineTuning(self.rl).held_out(student, choose, self.restart_episodes,
+                                                              RL_LEVELS_SEED_OFFSET)
             rows.append({"noise": run["noise"], "score": score, "return_mean": mean, "return_min": worst,
                          "rl": rl})
-            if progress is not None:
-                progress({"stage": "level-choice", "noise": run["noise"], "return_mean": mean, "return_min": worst})
+            if context.progress is not None:
+                context.progress(LevelChosen(noise=run["noise"], return_mean=mean, return_min=worst))
         kept = int(np.argmax([r["score"] for r in rows]))
         self.rl_levels_ = {"rows": [{k: v for k, v in r.items() if k != "rl"} | {
             "initial_return": r["rl"]["initial_return"], "best_return": r["rl"]["best_return"],
@@ -329,26 +382,23 @@ class Distillation(BaseEstimator):
         self.rl_ = rows[kept]["rl"]
         return kept, tuned[kept][0]
 
-    def _tune_one(self, student: Any, teacher: Teacher, env_fn: Callable[[int], Any], checkpoint_dir: Path | None,
-                  resume: bool, progress: Callable[[dict[str, Any]], None] | None, *,
-                  level: int | None = None) -> tuple[Any, dict[str, Any]]:
-        """The fine-tuning of ``student`` (of DART level ``level``, which tags its progress rows):
-        ``(the kept student, the rl_ record)``."""
-        rl = clone(self.rl).set_params(checkpoint_dir=checkpoint_dir)
-        t0 = time.perf_counter()
-        rl.fit(student, teacher, env_fn, resume=resume,
-               progress=_tagged(progress, level) if progress is not None and level is not None else progress)
-        return rl.student_, {"initial_return": rl.initial_return_, "best_return": rl.best_return_,
-                             "critic": rl.critic_source_, "history": rl.history_,
-                             "seconds": time.perf_counter() - t0 + rl.earlier_seconds_,
-                             "earlier_seconds": rl.earlier_seconds_}
+    def _tune_one(self, student: Any, dagger: DAgger, context: StageContext, noise: float, level: int,
+                  progress: Progress | None) -> tuple[Any, dict[str, Any]]:
+        """The fine-tuning of DART level ``level``'s ``student`` in its own checkpoint folder, its events to
+        ``progress`` (this process's or a forked level's) tagged by the level: ``(the kept student, the rl_
+        record)``."""
+        folder = None if context.checkpoint_dir is None else context.checkpoint_dir / f"rl-noise-{noise:g}"
+        res = FineTuning(self.rl).run(student, replace(
+            context, checkpoint_dir=folder, dagger=dagger, level=level,
+            progress=None if progress is None else _tagged(progress, level)))
+        return res.student, res.record
 
     def _distil_levels(self, teacher: Teacher, env_fn: Callable[[int], Any], levels: list[float],
                        checkpoint_dir: str | Path | None, resume: bool,
-                       progress: Callable[[dict[str, Any]], None] | None) -> list[dict[str, Any]]:
+                       progress: Progress | None) -> list[dict[str, Any]]:
         """One :meth:`_distil` run per DART level (one at DAgger's own noise without levels), side by side in
         up to ``n_jobs`` processes. Each level has its own seeds and checkpoint folder and touches no shared
-        state, so the runs are the same whether they run side by side or in turn; their progress rows carry
+        state, so the runs are the same whether they run side by side or in turn; their events carry
         ``level`` (the level's index)."""
         from functools import partial
 
@@ -369,10 +419,11 @@ class Distillation(BaseEstimator):
             raise DistillInterrupted(f"Distillation interrupted{where}.") from None
 
     def _distil(self, teacher: Teacher, env_fn: Callable[[int], Any], noise: float | None,
-                checkpoint_dir: str | Path | None, resume: bool, progress: Callable[[dict[str, Any]], None] | None,
+                checkpoint_dir: str | Path | None, resume: bool, progress: Progress | None,
                 *, score: bool, level: int = 0) -> dict[str, Any]:
-        """DAgger (at DART level ``noise``, or DAgger's own when ``None``), then the sweep, the repair and the
-        restarts on its data; with ``score``, the kept fit's held-out score (one fit is scored too)."""
+        """DAgger (at DART level ``noise``, or DAgger's own when ``None``), then the per-level stages on its data
+        (the sweep, the repair, any given per-level stage, the restarts); with ``score``, the kept fit's held-out
+        score (one fit is scored too)."""
         dagger = clone(self.dagger or DAgger())
         if noise is not None:
             dagger.set_params(action_noise=noise)
@@ -380,138 +431,45 @@ class Distillation(BaseEstimator):
                 checkpoint_dir = Path(checkpoint_dir) / f"noise-{noise:g}"
             if progress is not None:
                 progress = _tagged(progress, level)
-                progress({"stage": "dart", "noise": noise})
+                progress(DartLevel(noise=noise))
         dagger.set_params(checkpoint_dir=checkpoint_dir)
         dagger.fit(teacher, env_fn, resume=resume, progress=progress)
-        self.data_ = None
-        self.sweep_, self.repair_, self.restarts_ = {}, {}, {}
+        context = StageContext(teacher, env_fn, None if checkpoint_dir is None else Path(checkpoint_dir), resume,
+                               progress, dagger=dagger, seed=dagger.seed, n_envs=dagger.n_envs,
+                               level=None if noise is None else level)
+        records: dict[str, dict[str, Any]] = {}
         student = dagger.student_
-        if self._sweep_values():
-            student = self._run_sweep(dagger, teacher, env_fn, progress)
         n = dagger.n_samples_used_
         weights = dagger.sample_weight_[:n] if dagger.weighting_ == "critic" else None
-        self.data_ = (dagger.X_[:n], dagger.y_[:n], weights)
-        if self.repair is not None and self.repair.n_rounds > 0:
-            student = self._run_repair(dagger, student, teacher, env_fn, progress)
-        if self.restarts > 1 or score:
-            student = self._run_restarts(dagger, student, teacher, env_fn, progress)
-            for row in self.restarts_["rows"]:
-                row["noise"] = float(dagger.action_noise)
-        best = self.restarts_["rows"][self.restarts_["kept"]] if self.restarts_ else {}
-        run = {"dagger": dagger, "student": student, "noise": float(dagger.action_noise), "sweep": self.sweep_,
-               "data": self.data_, "repair": self.repair_, "restarts": self.restarts_ if self.restarts > 1 else {},
-               "score": best.get("score"), "return_mean": best.get("return_mean"),
-               "return_min": best.get("return_min")}
-        return run
-
-    def _run_restarts(self, dagger: DAgger | None, student: Any, teacher: Teacher, env_fn: Callable[[int], Any],
-                      progress: Callable[[dict[str, Any]], None] | None) -> Any:
-        """Refit the student with other seeds on its data; keep the best on held-out episodes."""
-        from distill.scoring import held_out_score
-
-        if dagger is None or self.data_ is None:
-            raise InterpRLError("Restarts refit the student on its distillation data; they need DAgger (not --start or "
-                                "training from scratch).")
-        X, y, w = self.data_
-        params = student.get_params(deep=False)
-        if "random_state" not in params and self.restarts > 1:
-            raise bad_value("restarts", "Distillation", f"1 for a {type(student).__name__} (it takes no seed)",
-                            self.restarts)
-        base = int(params.get("random_state") or 0)
-        seed = dagger.seed + RESTART_SEED_OFFSET
-        t0 = time.perf_counter()
-        rows, students = [], []
-        for k in range(self.restarts):
-            cand = student if k == 0 else refit_like(clone(student).set_params(random_state=base + 1000 * k), X, y, w,
-                                                     w is not None)
-            score, mean, worst = held_out_score(cand, env_fn, self.restart_episodes, seed, n_envs=dagger.n_envs)
-            rows.append({"restart": k, "random_state": base + 1000 * k, "score": score, "return_mean": mean,
-                         "return_min": worst})
-            students.append(cand)
-            if progress is not None:
-                progress(dict(rows[-1]))
-        kept = int(np.argmax([r["score"] for r in rows]))
-        self.restarts_ = {"rows": rows, "kept": kept, "episodes": self.restart_episodes,
-                          "seconds": time.perf_counter() - t0}
-        return students[kept]
-
-    def _run_repair(self, dagger: DAgger | None, student: Any, teacher: Teacher, env_fn: Callable[[int], Any],
-                    progress: Callable[[dict[str, Any]], None] | None) -> Any:
-        """Targeted DAgger from the run-up to each failure, on DAgger's data; the student refitted as it was made."""
-        if dagger is None or self.data_ is None:
-            raise InterpRLError("Repair refits the student on its distillation data; it needs DAgger (not --start or "
-                                "training from scratch).")
-        from distill.dagger import critic_weights
-
-        critic = dagger.weighting_ == "critic"
-        rng = np.random.default_rng([dagger.seed, 77])
-        rep = clone(self.repair)
-        X, y, w = self.data_
-        t0 = time.perf_counter()
-        rep.fit(student, teacher, env_fn, X, y, w, refit=lambda X, y, w: refit_like(student, X, y, w, critic),
-                label_weights=(lambda o, a: critic_weights(teacher, o, a, n_action_samples=dagger.n_action_samples,
-                                                           rng=rng)) if critic else None, progress=progress)
-        self.data_ = (rep.X_, rep.y_, rep.sample_weight_ if critic else None)
-        self.repair_ = {"history": rep.history_, "best_round": rep.best_round_, "seconds": time.perf_counter() - t0}
-        return rep.student_
-
-    def _run_sweep(self, dagger: DAgger, teacher: Teacher, env_fn: Callable[[int], Any],
-                   progress: Callable[[dict[str, Any]], None] | None) -> Any:
-        """Refit DAgger's student at each sweep value on the selected round's data; keep the sparsest good one."""
-        from interp_rl.rollouts import evaluate
-
-        n = dagger.n_samples_used_
-        X, y, w = dagger.X_[:n], dagger.y_[:n], dagger.sample_weight_[:n]
-        base = dagger.student_
-        start = base.get_params(deep=False)[self.sweep_param]
-        rows: list[dict[str, Any]] = []
-        students: list[Any] = []
-        t0 = time.perf_counter()
-        for value in [start, *[v for v in self._sweep_values() if v != start]]:
-            student = clone(base).set_params(**{self.sweep_param: value})
-            student = student.fit(X, y, sample_weight=w) if dagger.weighting_ == "critic" else student.fit(X, y)
-            res = evaluate(student, env_fn, self.sweep_episodes, seed=dagger.seed + SWEEP_SEED_OFFSET,
-                           n_envs=dagger.n_envs)
-            size = student.to_controller().size()
-            row = {"sweep": self.sweep_param, "value": value, **size, "return_mean": res.mean_return,
-                   "return_min": float(np.min(res.returns)), "return_std": res.std_return}
-            rows.append(row)
-            students.append(student)
-            if progress is not None:
-                progress(row)
-        best = max(r["return_mean"] for r in rows)
-        good = [i for i, r in enumerate(rows) if r["return_mean"] >= best - self.sweep_tolerance * abs(best)]
-        kept = min(good, key=lambda i: (rows[i]["parameters"], -rows[i]["return_mean"]))
-        self.sweep_ = {"param": self.sweep_param, "tolerance": self.sweep_tolerance, "episodes": self.sweep_episodes,
-                       "rows": rows, "best_return": best, "kept": rows[kept]["value"], "kept_index": kept,
-                       "seconds": time.perf_counter() - t0}
-        return students[kept]
-
-    def _from_scratch(self, teacher: Teacher, checkpoint_dir: str | Path | None, resume: bool,
-                      progress: Callable[[dict[str, Any]], None] | None) -> Any:
-        import tempfile
-
-        trainer = clone(self.scratch)
-        with tempfile.TemporaryDirectory() as tmp:  # without a checkpoint folder the run cannot resume anyway
-            run = Path(checkpoint_dir) / "scratch" if checkpoint_dir is not None else Path(tmp) / "scratch"
-            trainer.fit(clone((self.dagger or DAgger()).student), teacher, checkpoint_dir=run, resume=resume,
-                        progress=progress)
-        meta = trainer.meta_
-        self.scratch_ = {"algo": trainer.algo, "steps": trainer.n_steps, "seconds": trainer.seconds_,
-                         "history": trainer.history_, "kept_step": meta.get("model_step"),
-                         "kept_return": meta.get("model_eval_return")}
-        return trainer.student_
+        context.data = (dagger.X_[:n], dagger.y_[:n], weights)  # the selected round's: what every stage refits on
+        sweep = SparsitySweep(self._sweep_values(), self.sweep_param, self.sweep_tolerance, self.sweep_episodes)
+        if sweep.active():
+            res = sweep.run(student, context)
+            student, records[sweep.name] = res.student, res.record
+        per_level: list[Stage] = [RepairStage(self.repair), *self._extra_stages(per_level=True),
+                                  Restarts(self.restarts, self.restart_episodes, score_one=score)]
+        kept_score = None
+        for stage in per_level:
+            if stage.active():
+                res = stage.run(student, context)
+                student, records[stage.name] = res.student, res.record
+                kept_score = res.score if res.score is not None else kept_score
+                if res.data is not None:
+                    context.data = res.data
+        restarts = records.get("restarts", {})
+        for row in restarts.get("rows", ()):
+            row["noise"] = float(dagger.action_noise)
+        best = restarts["rows"][restarts["kept"]] if restarts else {}
+        return {"dagger": dagger, "student": student, "noise": float(dagger.action_noise),
+                "sweep": records.pop("sweep", {}), "data": context.data, "repair": records.pop("repair", {}),
+                "restarts": records.pop("restarts", {}) if self.restarts > 1 else {},
+                "stages": records, "score": best.get("score"), "return_mean": best.get("return_mean"),
+                "return_min": best.get("return_min")}
 
 
-def _tagged(progress: Callable[[dict[str, Any]], None], level: int) -> Callable[[dict[str, Any]], None]:
-    """``progress`` with every row tagged by the DART level's index (levels may run side by side)."""
-    return lambda row: progress({**row, "level": level})
-
-
-def refit_like(student: Any, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, weighted: bool) -> Any:
-    """A new student with ``student``'s settings (size limits, seed, bounds) fitted on ``X``, ``y``."""
-    fresh = clone(student)
-    return fresh.fit(X, y, sample_weight=w) if weighted else fresh.fit(X, y)
+def _tagged(progress: Progress, level: int) -> Progress:
+    """``progress`` with every event tagged by the DART level's index (levels may run side by side)."""
+    return lambda event: progress(as_event(event).tagged(level))
 
 
 def _sweep_figure(sweep: dict[str, Any], path: Path, title: str) -> None:
@@ -617,12 +575,12 @@ def run_job(
     t0 = time.perf_counter()
     rounds_now: dict[int, int] = {}  # DAgger rounds run by this call, per DART level (levels may run side by side)
 
-    def _progress(row: dict[str, Any]) -> None:
-        if "round" in row:  # a DAgger round
-            level = int(row.get("level", 0))
+    def _progress(event: ProgressEvent) -> None:
+        if isinstance(event, DaggerRound):
+            level = event.level or 0
             rounds_now[level] = rounds_now.get(level, 0) + 1
         if progress is not None:
-            progress(row)
+            progress(event)
 
     estimator.fit(teacher, checkpoint_dir=ckpt, resume=resume, progress=_progress,
                   start=None if begin is None else begin[0])
@@ -669,6 +627,9 @@ def run_job(
         metrics["feature_subset"] = subset
     if estimator.scratch_:
         metrics["scratch"] = estimator.scratch_
+    for name, record in estimator.stages_.items():  # the given stages' (a built-in's record has its own key)
+        if record:
+            metrics[name] = record
     if estimator.sweep_:
         metrics["sweep"] = estimator.sweep_
         _sweep_figure(estimator.sweep_, out / "sweep.png", f"{teacher.task} {method.name}: return against size")

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from distill.events import RepairRound
 from distill.scoring import held_out_score
 from interp_rl._threads import one_blas_thread
 from interp_rl._validation import check_float, check_int
@@ -41,9 +42,11 @@ __all__ = ["REPAIR_SEED_OFFSET", "FailureRepair", "held_out_score", "repair_cont
 
 
 
-def _progress_row(row: dict[str, Any]) -> dict[str, Any]:
-    """A repair round's history row as a progress row: its number is ``repair_round`` (a ``round`` is DAgger's)."""
-    return {"repair_round": row["round"], **{k: v for k, v in row.items() if k != "round"}}
+def _progress_row(row: dict[str, Any]) -> RepairRound:
+    """A repair round's history row as its progress event (its number is ``repair_round``: a ``round`` is DAgger's)."""
+    details = {"repair_round": row["round"], **{k: v for k, v in row.items() if k != "round"}}
+    return RepairRound(repair_round=row["round"], return_mean=row.get("return_mean"), failed=row.get("failed"),
+                       episodes=row.get("episodes"), details=details)
 
 
 class FailureRepair(BaseEstimator):

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from distill.events import FineTuneStep
 from interp_rl._threads import torch_threads
 from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import DistillInterrupted, InterpRLError, bad_value
@@ -480,7 +481,7 @@ class CriticTuner(BaseEstimator):
 
         def forward(row: dict[str, Any]) -> None:
             if progress is not None:
-                progress({"phase": "fine-tune", "step": row["env_steps"], "return_mean": row["return_mean"]})
+                progress(FineTuneStep(step=row["env_steps"], return_mean=row["return_mean"]))
 
         ars.fit(student._fitted_program(), env_fn, steps=self.n_steps, resume=again, progress=forward)
         final_student = student.with_program(ars.program_)
@@ -842,7 +843,9 @@ class CriticTuner(BaseEstimator):
                     if ckpt is not None:
                         save_state()
                     if progress is not None:
-                        progress({"phase": "fine-tune", "total": self.n_steps, **row})
+                        progress(FineTuneStep(step=steps, return_mean=row["return_mean"], total=self.n_steps,
+                                              seconds=row["seconds"], details={k: v for k, v in row.items()
+                                                                               if k not in ("step", "seconds")}))
         except KeyboardInterrupt:
             kept = (f"; its state at {history[-1]['step']} transitions is kept in {str(ckpt)!r}"
                     if ckpt is not None and len(history) > 1 else "")

@@ -19,6 +19,7 @@ from typing import Any
 
 from sklearn.base import BaseEstimator
 
+from distill.events import ScratchStep
 from interp_rl._validation import check_choice, check_int
 from interp_rl.errors import InterpRLError
 from interp_rl.teachers import Teacher
@@ -101,8 +102,7 @@ class ScratchTrainer(BaseEstimator):
         t0 = time.perf_counter()
         def tell(row: dict[str, Any]) -> None:
             if progress is not None:
-                progress({"phase": "scratch", "step": row["step"], "total": self.n_steps,
-                          "return_mean": row.get("eval_return")})
+                progress(ScratchStep(step=row["step"], total=self.n_steps, return_mean=row.get("eval_return")))
 
         # a checkpoint (and a held-out evaluation) every tenth of the run, at most 25,000 steps apart: a long run
         # stopped with its session loses at most that much
@@ -144,8 +144,7 @@ class ScratchTrainer(BaseEstimator):
 
         def tell(row: dict[str, Any]) -> None:
             if progress is not None:
-                progress({"phase": "scratch", "step": row["env_steps"], "total": self.n_steps,
-                          "return_mean": row["return_mean"]})
+                progress(ScratchStep(step=row["env_steps"], total=self.n_steps, return_mean=row["return_mean"]))
 
         search = search_for(self.algo, teacher, seed=self.seed)
         metrics = run_ars_job(search, kind, env_fn, run, steps=self.n_steps, task=teacher.task,

@@ -1,4 +1,5 @@
-"""Every stage's episode seeds are defined in one place, :mod:`interp_rl.seeds`, and no two coincide."""
+"""Things defined once: every stage's episode seeds (:mod:`interp_rl.seeds`, no two of one run alike) and the update
+of augmented random search (:func:`distill.ars.ars_update`, which every ARS here makes)."""
 
 from __future__ import annotations
 
@@ -35,3 +36,23 @@ def test_one_distillations_offsets_are_distinct_and_the_table_names_each() -> No
     assert len(set(values)) == len(values), dict(zip(run, values, strict=True))
     for name in seeds.__all__:
         assert f"``{name}``" in seeds.__doc__, f"{name} is missing from the table in interp_rl/seeds.py"
+
+
+def test_every_ars_update_is_ars_update() -> None:
+    """ARS on a program's parameters and leaf tuning on a tree's leaves both step through ``ars_update``; no module
+    ranks directions by ``max(r+, r-)`` on its own."""
+    import numpy as np
+
+    from distill.ars import ars_update
+
+    own = [f"{path.relative_to(ROOT)}" for package in PACKAGES for path in (ROOT / package).rglob("*.py")
+           if "argsort(-np.maximum(" in path.read_text()
+           and path != ROOT / "distill" / "ars.py"]
+    assert own == [], f"an ARS update of its own in {own}"
+    for module in ("distill/ars.py", "distill/finetune.py"):
+        assert "ars_update(" in (ROOT / module).read_text(), module
+    # the update itself: the best direction by max(r+, r-), scaled by the spread of the returns it used
+    theta, sigma = ars_update(np.zeros(3), np.array([1.0, 5.0, 2.0]), np.array([2.0, 1.0, 2.0]), np.eye(3), 0.1, 2)
+    used = np.array([5.0, 1.0, 1.0, 2.0])  # directions 1 (5), then 0 (the tie at 2 goes in direction order)
+    assert sigma == used.std()
+    np.testing.assert_allclose(theta, 0.1 / (2 * used.std()) * np.array([-1.0, 4.0, 0.0]))

@@ -166,6 +166,20 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str | None, out_dir
         source = t.algo.upper()
     provenance = {"source": t.source, "algo": t.algo, "task": t.task, "variant": t.variant}
 
+    from distill.events import (
+        DaggerRound,
+        DartLevel,
+        FineTuneStep,
+        LevelChosen,
+        ProgressEvent,
+        RepairRound,
+        RestartScored,
+        ScratchStep,
+        SearchStep,
+        StageNote,
+        SweepFit,
+        as_event,
+    )
     from interp_rl._progress import Steps
 
     with Steps(err) as bar:
@@ -188,48 +202,44 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str | None, out_dir
             bar.update(job, description=description, **kw)
 
 
-        def dart(row: dict[str, Any]) -> str:
-            return f" (DART {noises[row['level']]:g})" if row.get("level") in noises else ""
+        def dart(event: ProgressEvent) -> str:
+            return f" (DART {noises[event.level]:g})" if event.level in noises else ""
 
-        def on_round(row: dict[str, Any]) -> None:
-            if row.get("stage") == "dart":
-                noises[row.get("level", 0)] = row["noise"]
-                show(description="DAgger with DART noise " + ", ".join(f"{v:g}" for v in noises.values()))
-            elif "repair_round" in row:
-                ret = row.get("return_mean")
-                found = "" if row.get("failed") is None else f", {row['failed']} failed of {row['episodes']}"
-                show(description=f"Repair round {row['repair_round']}{found}"
-                     + (f", held-out return {ret:.0f}" if ret is not None else ""))
-            elif "restart" in row:
-                show(description=f"Restart {row['restart']}{dart(row)}: held-out return "
-                     f"{row['return_mean']:.0f}, worst {row['return_min']:.0f}")
-            elif "round" in row:
-                ret = row.get("return_mean")
-                rounds[row.get("level", 0)] = row["round"] + 1
-                show(completed=sum(rounds.values()), description=(
-                    f"DAgger round {row['round']}{dart(row)}" + (f": return {ret:.0f}" if ret == ret and ret is not None
-                                                            else "")))
-            elif "sweep" in row:
-                show(description=f"Sparsity sweep: {row['sweep']}={row['value']}, "
-                     f"{row['parameters']} parameters, return {row['return_mean']:.0f}")
-            elif row.get("phase") == "scratch":
-                ret = row.get("return_mean")
-                show(description=f"RL from scratch: {row['step']} of {row['total']} steps"
-                     + (f", return {ret:.0f}" if ret is not None else ""))
-            elif row.get("stage") == "level-choice":
-                show(description=f"Fine-tuned DART {row['noise']:g}: further held-out return "
-                     f"{row['return_mean']:.0f}, worst {row['return_min']:.0f}")
-            elif "step" in row:
-                total, spent = row.get("total"), row.get("seconds")
-                rate = row["step"] / spent if spent else None  # transitions (and their updates) a second
-                pace = "" if rate is None else f", {rate:.0f} transitions/s"
-                if rate and total and total > row["step"]:
-                    pace += f", about {(total - row['step']) / rate / 60:.0f} min left"
-                show(description=f"Fine-tuning on the return{dart(row)}: {row['step']}"
-                     + (f" of {total}" if total else "") + f" transitions, return {row['return_mean']:.0f}{pace}")
-            else:
-                show(description=f"Tuning leaves: update {row['iteration']}, "
-                     f"return {row['return_mean']:.0f}")
+        def on_round(event: ProgressEvent) -> None:
+            match as_event(event):
+                case DartLevel(noise=noise, level=level):
+                    noises[level or 0] = noise
+                    show(description="DAgger with DART noise " + ", ".join(f"{v:g}" for v in noises.values()))
+                case RepairRound(repair_round=n, return_mean=ret, failed=failed, episodes=episodes):
+                    found = "" if failed is None else f", {failed} failed of {episodes}"
+                    show(description=f"Repair round {n}{found}"
+                         + (f", held-out return {ret:.0f}" if ret is not None else ""))
+                case RestartScored(restart=k, return_mean=ret, return_min=worst) as e:
+                    show(description=f"Restart {k}{dart(e)}: held-out return {ret:.0f}, worst {worst:.0f}")
+                case DaggerRound(round=n, return_mean=ret, level=level) as e:
+                    rounds[level or 0] = n + 1
+                    show(completed=sum(rounds.values()), description=(
+                        f"DAgger round {n}{dart(e)}" + (f": return {ret:.0f}" if ret == ret and ret is not None
+                                                        else "")))
+                case SweepFit(param=param, value=value, parameters=size, return_mean=ret):
+                    show(description=f"Sparsity sweep: {param}={value}, {size} parameters, return {ret:.0f}")
+                case ScratchStep(step=step, total=total, return_mean=ret):
+                    show(description=f"RL from scratch: {step} of {total} steps"
+                         + (f", return {ret:.0f}" if ret is not None else ""))
+                case LevelChosen(noise=noise, return_mean=ret, return_min=worst):
+                    show(description=f"Fine-tuned DART {noise:g}: further held-out return {ret:.0f}, "
+                         f"worst {worst:.0f}")
+                case FineTuneStep(step=step, return_mean=ret, total=total, seconds=spent) as e:
+                    rate = step / spent if spent else None  # transitions (and their updates) a second
+                    pace = "" if rate is None else f", {rate:.0f} transitions/s"
+                    if rate and total and total > step:
+                        pace += f", about {(total - step) / rate / 60:.0f} min left"
+                    show(description=f"Fine-tuning on the return{dart(e)}: {step}"
+                         + (f" of {total}" if total else "") + f" transitions, return {ret:.0f}{pace}")
+                case SearchStep(iteration=it, return_mean=ret):
+                    show(description=f"Tuning leaves: update {it}, return {ret:.0f}")
+                case StageNote(stage=stage, text=text):
+                    show(description=f"{stage}: {text}")
 
         try:
             metrics = run_job(method, t, resolved, out_dir, features=features, actions=actions,
