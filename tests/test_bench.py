@@ -301,7 +301,7 @@ def test_bad_suites_are_one_line_errors(tmp_path: Path, text: str, message: str)
 
 def test_unknown_suite_and_method_are_named(tmp_path: Path) -> None:
     with pytest.raises(SuiteError, match=r"^Unknown suite 'nope': not a file, and not one of the shipped suites "
-                                         r"\(demo, frontier, mujoco, quick, recipe, sensors, silver, sindy, smose, verify\)\.$"):
+                                         r"\(demo, frontier, mujoco, quick, recipe, sensors, silver, sindy, sindy-default, smose, verify\)\.$"):
         load_suite("nope")
     with pytest.raises(SuiteError, match=r"^Unknown method 'forest' for suite 'quick'; it has: tree\.$"):
         load_suite("quick").cells(methods=["forest"])

@@ -22,8 +22,8 @@ from interp_rl.cli._app import (
 @cli_errors(resumable="rerun")
 def bench(
     suite: Annotated[str, typer.Option(
-        help="A shipped suite (quick, demo, mujoco, smose, sindy, recipe, frontier, silver, sensors, verify) or a "
-             "suite file (.toml/.yaml) to copy and edit.",
+        help="A shipped suite (quick, demo, mujoco, smose, sindy, sindy-default, recipe, frontier, silver, sensors, "
+             "verify) or a suite file (.toml/.yaml) to copy and edit.",
     )] = "quick",
     out_dir: Annotated[Path | None, typer.Option(
         "--out", help="Results folder; a rerun continues it [default: bench-results/SUITE].")] = None,
