@@ -23,7 +23,7 @@ __all__ = ["demo_suite", "run_demo"]
 
 def demo_suite(seed: int = 0) -> Any:
     """The shipped ``demo`` suite with its teacher and distillations seeded by ``seed``."""
-    from interp_rl._validation import check_int
+    from interp_rl.validation import check_int
 
     check_int(seed, "seed", "demo", low=0)
     suite = load_suite("demo")

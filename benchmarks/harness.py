@@ -30,10 +30,10 @@ from typing import Any
 from benchmarks.measurements import MEASUREMENTS, CellRun
 from benchmarks.record import RECORD_SCHEMA, BenchRecord
 from benchmarks.suite import Cell, Suite, SuiteError, TeacherSpec
-from interp_rl._threads import one_blas_thread
 from interp_rl.errors import InterpRLError
 from interp_rl.interrupts import sigterm_as_interrupt
 from interp_rl.io import atomic_write_text, remove_stale_temps
+from interp_rl.threads import one_blas_thread
 
 __all__ = ["BenchResult", "RECORD_SCHEMA", "default_teachers_dir", "load_records", "prepare_teachers",
            "record_path", "run_cell", "run_suite", "teacher_command"]
@@ -92,7 +92,7 @@ def prepare_teachers(suite: Suite, results: Path, teachers_dir: Path, *,
 
 
 def _load_teacher(spec: TeacherSpec, results: Path, teachers_dir: Path) -> Any:
-    from envs.teachers import load_teacher
+    from envs.loading import load_teacher
 
     return load_teacher(_teacher_location(spec, results, teachers_dir), env=spec.env, algo=spec.algo)
 
@@ -306,7 +306,7 @@ class _ProcessJobs:
         import multiprocessing
 
         # 'spawn': fresh interpreters, like Ray workers, so no torch/MuJoCo state is forked.
-        from interp_rl._parallel import leave_with_parent
+        from interp_rl.parallel import leave_with_parent
 
         # A worker leaves when this process is killed outright, so a rerun never has two writers on one cell.
         self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
@@ -433,7 +433,7 @@ def run_suite(
         Show a progress bar naming the cells in flight, with an ETA.
     """
     from interp_rl._progress import line_console
-    from interp_rl._validation import check_int
+    from interp_rl.validation import check_int
 
     check_int(workers, "workers", "bench")
     if executor not in EXECUTORS:
@@ -495,7 +495,7 @@ def _run_cells(suite: Suite, res: Path, tdir: Path, todo: list[Cell], starts: di
         TimeRemainingColumn,
     )
 
-    from interp_rl._parallel import usable_cpus
+    from interp_rl.parallel import usable_cpus
 
     # The CPUs left to each cell for its DART levels; Ray counts one CPU per task, so its cells get one.
     cells_at_once = 1 if executor == "inline" else min(workers, len(todo))

@@ -28,16 +28,16 @@ A distiller receives a teacher (:class:`interp_rl.teachers.Teacher`) and an envi
 """
 
 from distill.ars import ARS, run_ars_job
+from distill.critic_tuning import CriticTuner
 from distill.dagger import DAgger
-from distill.finetune import LeafTuner
 from distill.job import Distillation, run_job
+from distill.leaf_search import LeafTuner
 from distill.linear import LinearPolicy
 from distill.logged import behaviour_clone, fit_from_log
 from distill.methods import METHODS, Method, Option, get_method, register_method
 from distill.moe import MixturePolicy
 from distill.prelu import PReLUPolicy
 from distill.prune import collapse_similar, cost_complexity_path, prune, prune_to_leaves
-from distill.rl import CriticTuner
 from distill.silver import SILVERPolicy
 from distill.sindy import SINDyPolicy
 from distill.stages import STAGES, Stage, StageContext, StageResult, register_stage

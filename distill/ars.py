@@ -24,7 +24,7 @@ a linear router is searched and folded like an expert.
 
 Determinism: the directions come from the master generator alone and the returns are reduced in
 direction order, so the result is the same whatever the number of workers (a local process pool,
-:func:`interp_rl._parallel.side_by_side`, or Ray tasks, :func:`interp_rl._parallel.ray_map`). The
+:func:`interp_rl.parallel.side_by_side`, or Ray tasks, :func:`interp_rl.parallel.ray_map`). The
 state is saved after every iteration (JSON and ``.npz``, no pickle); ``fit(..., resume=True)``
 continues to the same numbers as a run never stopped.
 """
@@ -42,12 +42,12 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from distill.events import SearchStep
-from interp_rl._parallel import ray_map, side_by_side
-from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import InterpRLError, bad_value
 from interp_rl.io import atomic_write, atomic_write_text
+from interp_rl.parallel import ray_map, side_by_side
 from interp_rl.program import Controller, Program
 from interp_rl.seeds import SELECTION_SEED_OFFSET
+from interp_rl.validation import check_choice, check_float, check_int
 
 __all__ = ["ARS", "ParameterLayout", "ars_update", "run_ars_job"]
 
@@ -524,7 +524,7 @@ def ars_chunks(n_directions: int, workers: int) -> Sequence[np.ndarray]:
 def ars_update(theta: np.ndarray, plus: np.ndarray, minus: np.ndarray, deltas: np.ndarray, step_size: float,
                top: int) -> tuple[np.ndarray, float]:
     """One update of augmented random search (Mania et al., 2018, Algorithm 2, line 7), the one every ARS here
-    makes (:class:`ARS` on a program's parameters, :class:`~distill.finetune.LeafTuner` on a tree's leaves).
+    makes (:class:`ARS` on a program's parameters, :class:`~distill.leaf_search.LeafTuner` on a tree's leaves).
 
     ``plus[k]`` and ``minus[k]`` are the returns of ``theta + nu * deltas[k]`` and ``theta - nu * deltas[k]``; the
     ``top`` directions by ``max(plus, minus)`` (ties in direction order) step ``theta`` by ``step_size / (top *

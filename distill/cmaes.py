@@ -50,9 +50,9 @@ from distill.ars import (
     warm_up,
 )
 from distill.events import SearchStep
-from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import InterpRLError
 from interp_rl.program import Controller, Program
+from interp_rl.validation import check_choice, check_float, check_int
 
 __all__ = ["CMAES", "evaluate_candidates", "search_for"]
 

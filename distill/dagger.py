@@ -31,12 +31,12 @@ from sklearn.metrics import mean_squared_error, r2_score
 
 from distill.events import DaggerRound
 from distill.tree import TreePolicy
-from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import DistillInterrupted, InterpRLError, bad_value
 from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.rollouts import episode_horizon, evaluate, mixture, run_episodes
 from interp_rl.seeds import ROLLOUT_SEED_STRIDE, SELECTION_SEED_OFFSET
 from interp_rl.teachers import Teacher, check_teacher
+from interp_rl.validation import check_choice, check_float, check_int
 
 __all__ = ["DAgger", "critic_weights", "fill_student", "rollout_mixture"]
 

@@ -218,7 +218,7 @@ class SINDyDynamics:
 
     def fit(self, data: Transitions, task: TaskLike) -> SINDyDynamics:
         """Fit the members (and the reward model) on ``data`` of ``task`` (``envs.dynamics.dynamics_task(ID)``)."""
-        from interp_rl._validation import check_int
+        from interp_rl.validation import check_int
 
         check_int(self.n_models, "n_models", "SINDyDynamics", low=1, high=100)
         if self.reward not in ("auto", "formula", "model"):
@@ -561,7 +561,7 @@ def _one_torch_thread(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from threadpoolctl import threadpool_limits
 
-        from interp_rl._threads import torch_threads
+        from interp_rl.threads import torch_threads
 
         with torch_threads(1), threadpool_limits(1):
             return fn(*args, **kwargs)
@@ -594,7 +594,7 @@ def train_dyna(task: TaskLike, agents: AgentMaker, out: str | Path, *, real_step
     every round; ``resume=True`` continues from them (the replay buffer is not kept, so a resumed run is not
     bit-identical to an uninterrupted one).
     """
-    from interp_rl._validation import check_int
+    from interp_rl.validation import check_int
 
     for name, v, low in (("real_steps", real_steps, 1), ("initial_steps", initial_steps, 1),
                          ("iterations", iterations, 1), ("model_steps", model_steps, 1), ("horizon", horizon, 1),
@@ -675,7 +675,7 @@ def train_model_free(task: TaskLike, agents: AgentMaker, out: str | Path, *, rea
     """The baseline: the agent ``agents`` makes, trained on the real ``task`` for ``real_steps`` steps,
     evaluated every ``eval_every`` real steps on ``eval_episodes`` episodes; ``curve.json`` and ``agent.npz`` after
     each evaluation, ``resume=True`` continues (without the replay buffer)."""
-    from interp_rl._validation import check_int
+    from interp_rl.validation import check_int
 
     for name, v in (("real_steps", real_steps), ("eval_every", eval_every), ("eval_episodes", eval_episodes)):
         check_int(v, name, "train_model_free", low=1)

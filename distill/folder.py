@@ -31,7 +31,7 @@ def write_controller_files(controller: Controller, out: str | Path, metrics: dic
     what its class scores mean, for a controller learnt from a discrete action), the picture (``KIND.dot``, and
     ``KIND.svg`` with Graphviz) and ``metrics.json`` (last: its presence says done)."""
     from interp_rl.export import write_exports
-    from interp_rl.logs import class_note
+    from interp_rl.logged_data import class_note
 
     out = Path(out)
     paths = write_exports(controller, out, force=True)

@@ -36,13 +36,13 @@ from distill.stages import (
     StageContext,
     refit_like,
 )
-from interp_rl._threads import one_blas_thread
-from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import DistillInterrupted, InterpRLError, bad_value
 from interp_rl.io import atomic_write_text, json_safe
 from interp_rl.program import Signal
 from interp_rl.seeds import RL_LEVELS_SEED_OFFSET
 from interp_rl.teachers import Teacher, check_teacher
+from interp_rl.threads import one_blas_thread
+from interp_rl.validation import check_choice, check_float, check_int
 
 if TYPE_CHECKING:
     from distill.registry import Method
@@ -74,7 +74,7 @@ def _numbers(text: Any, name: str, example: str, *, none: bool = False) -> list[
 
 class Distillation(BaseEstimator):
     """A method's whole estimator: DAgger, then fine-tuning on the return (ARS on tree leaves, and/or
-    the actor-critic :class:`~distill.rl.CriticTuner` on any piecewise-affine controller), then leaf merging.
+    the actor-critic :class:`~distill.critic_tuning.CriticTuner` on any piecewise-affine controller), then leaf merging.
 
     Parameters
     ----------
@@ -90,7 +90,7 @@ class Distillation(BaseEstimator):
         Merge sibling tree leaves whose parameters differ by at most this (0: off).
     scratch : ScratchTrainer, default=None
         With ``n_steps`` > 0: no DAgger; the student (a mixture) is trained by RL from scratch on the
-        teacher's task instead (:class:`~distill.scratch.ScratchTrainer`), and the later stages start from it.
+        teacher's task instead (:class:`~distill.from_scratch.ScratchTrainer`), and the later stages start from it.
     sweep : str, default=""
         A sparsity sweep after DAgger: comma-separated values of the student's ``sweep_param``
         (``"5,10,20,40"``). The student is refitted on the selected round's data at each value, each
@@ -127,7 +127,7 @@ class Distillation(BaseEstimator):
         way: each level has its own seeds and touches nothing the other reads.
     repair : FailureRepair, default=None
         After DAgger (and the sweep): targeted DAgger from the run-up to the controller's failures, the student
-        refitted within its budget (:class:`~distill.repair.FailureRepair`); skipped when ``None`` or its
+        refitted within its budget (:class:`~distill.failure_repair.FailureRepair`); skipped when ``None`` or its
         ``n_rounds`` is 0.
     stages : list of Stage, default=None
         Further stages (:mod:`distill.stages`, registered with ``register_stage``): a stage whose ``per_level`` is
@@ -352,7 +352,7 @@ class Distillation(BaseEstimator):
         result scored on ``restart_episodes`` further held-out episodes; ``(kept level, its student)``."""
         from functools import partial
 
-        from interp_rl._parallel import side_by_side, usable_cpus
+        from interp_rl.parallel import side_by_side, usable_cpus
 
         jobs = min(len(runs), self.n_jobs if self.n_jobs is not None else usable_cpus())
         tasks = [partial(self._tune_one, run["student"], run["dagger"], context, run["noise"], i)
@@ -402,7 +402,7 @@ class Distillation(BaseEstimator):
         ``level`` (the level's index)."""
         from functools import partial
 
-        from interp_rl._parallel import side_by_side, usable_cpus
+        from interp_rl.parallel import side_by_side, usable_cpus
 
         if not levels:
             return [self._distil(teacher, env_fn, None, checkpoint_dir, resume, progress, score=False)]

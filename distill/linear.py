@@ -8,9 +8,9 @@ import numpy as np
 
 from distill._leaves import fit_leaf_models
 from distill._student import PolicyStudent, check_bounds
-from interp_rl._validation import check_float, check_int
 from interp_rl.kinds.linear import LinearProgram
 from interp_rl.kinds.tree import TreeProgram
+from interp_rl.validation import check_float, check_int
 
 __all__ = ["LinearPolicy"]
 

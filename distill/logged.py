@@ -34,7 +34,7 @@ from distill.dagger import DAgger, _jsonable, fill_student
 from distill.folder import CONFIG_FILE, METRICS_FILE, _save_evidence, _size_text, write_controller_files
 from interp_rl.errors import InterpRLError, bad_value
 from interp_rl.io import atomic_write_text, json_safe
-from interp_rl.logs import LoggedData
+from interp_rl.logged_data import LoggedData
 from interp_rl.program import Controller
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ class LogSplit:
     Examples
     --------
     >>> import numpy as np
-    >>> from interp_rl.logs import LoggedData
+    >>> from interp_rl.logged_data import LoggedData
     >>> from interp_rl.program import Signal
     >>> data = LoggedData(X=np.zeros((6, 1)), y=np.zeros((6, 1)), features=[Signal("x")], actions=[Signal("u")],
     ...                   episodes=np.array([0, 0, 1, 1, 2, 2]), episode_labels=["mon", "tue", "wed"],
@@ -189,7 +189,7 @@ def behaviour_clone(method: Method, data: LoggedData, settings: dict[str, Any] |
     --------
     >>> from distill.methods import get_method
     >>> from interp_rl.datasets import building_log
-    >>> from interp_rl.logs import from_frame
+    >>> from interp_rl.logged_data import from_frame
     >>> data = from_frame(building_log(n_days=7), {"features": {"occupancy": {}, "outdoor_temperature": {"unit": "°C"}},
     ...                   "actions": {"heating_setpoint": {"unit": "°C", "discrete": True}}})
     >>> tree = behaviour_clone(get_method("tree"), data, {"max_leaves": 6, "leaf_model": "constant"})
@@ -281,7 +281,8 @@ def fit_from_log(method: Method, data: LoggedData, settings: dict[str, Any], out
 
     Writes to ``out_dir`` what :func:`distill.job.run_job` writes for a teacher: ``controller.json`` (its
     provenance names the log's path and sha256, the schema's, the method, settings and split; for a discrete action
-    the classes, read back by :func:`interp_rl.logs.class_values`), ``distillation.npz`` (the rows it was fitted on),
+    the classes, read back by :func:`interp_rl.logged_data.class_values`), ``distillation.npz`` (the rows it was fitted
+    on),
     ``controller.py``, ``controller.c``, ``rules.txt``, ``KIND.dot`` and ``KIND.svg``, ``config.json`` and, last,
     ``metrics.json``: the fidelity on the held-out rows and on the rows fitted (:func:`log_fidelity`), the split
     (:func:`split_log`), size and time, and with ``env_fn`` the controller's return on ``eval_episodes`` episodes
@@ -292,7 +293,7 @@ def fit_from_log(method: Method, data: LoggedData, settings: dict[str, Any], out
     method : Method
         A registered method (``distill.methods.get_method("tree")``) whose student does not need a teacher.
     data : LoggedData
-        The log (:func:`interp_rl.logs.read_log`).
+        The log (:func:`interp_rl.logged_data.read_log`).
     settings : dict
         The method's settings by name (``{"max_leaves": 8}``); only those of :func:`log_settings` apply.
     out_dir : str or Path
@@ -315,7 +316,7 @@ def fit_from_log(method: Method, data: LoggedData, settings: dict[str, Any], out
     >>> from pathlib import Path
     >>> from distill.methods import get_method
     >>> from interp_rl.datasets import write_building_log
-    >>> from interp_rl.logs import read_log
+    >>> from interp_rl.logged_data import read_log
     >>> folder = Path(tempfile.mkdtemp())
     >>> data = read_log(write_building_log(folder / "building.csv", n_days=10))
     >>> metrics = fit_from_log(get_method("tree"), data, {"max_leaves": 8, "leaf_model": "constant"},

@@ -21,10 +21,10 @@ import numpy as np
 
 from distill._student import PolicyStudent, check_bounds
 from distill.linear import LinearPolicy
-from interp_rl._threads import torch_threads
-from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.kinds.mixture import MixtureProgram, router_tree
 from interp_rl.kinds.mixture_training import DISTILL, Gating
+from interp_rl.threads import torch_threads
+from interp_rl.validation import check_choice, check_float, check_int
 
 __all__ = ["MixturePolicy"]
 

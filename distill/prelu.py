@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from distill._student import PolicyStudent, check_bounds
-from interp_rl._threads import torch_threads
-from interp_rl._validation import check_float, check_int
 from interp_rl.errors import bad_value
 from interp_rl.kinds.oblique import ObliqueProgram
-from interp_rl.verify._lp import maximise
+from interp_rl.threads import torch_threads
+from interp_rl.validation import check_float, check_int
+from interp_rl.verify.lp import maximise
 
 __all__ = ["PReLUPolicy", "domain_box", "network_forward", "parse_hidden", "to_oblique"]
 
@@ -76,7 +76,7 @@ def to_oblique(layers: Layers, lower: np.ndarray, upper: np.ndarray, *, samples:
 
     Layer by layer, unit by unit, each region (a polyhedron inside ``[lower, upper]``) is split on the unit's
     pre-activation, affine there: ``z <= 0`` (off) goes left, ``z > 0`` (on) right. One linear program per unit
-    and region (:func:`interp_rl.verify._lp.maximise`) decides whether the side not holding the region's known
+    and region (:func:`interp_rl.verify.lp.maximise`) decides whether the side not holding the region's known
     state has states; a side without any is pruned (the unit is then off, or on, throughout the region and
     needs no test). ``samples`` (e.g. the training states) are known states: where some lie clearly on both
     sides, no LP is needed. A leaf is an activation pattern; its affine map composes the active rows.

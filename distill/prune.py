@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from distill._leaves import fit_leaf_models
-from interp_rl._validation import check_float, check_int
 from interp_rl.kinds.tree import TreeProgram
+from interp_rl.validation import check_float, check_int
 
 if TYPE_CHECKING:
     from distill.tree import TreePolicy

@@ -7,9 +7,12 @@ your own module). ``interp-rl distill NAME``, suites (``method = "NAME"``), repo
 
 from __future__ import annotations
 
+from distill.critic_tuning import CriticTuner
 from distill.dagger import DAgger
-from distill.finetune import LeafTuner
+from distill.failure_repair import FailureRepair
+from distill.from_scratch import ScratchTrainer
 from distill.job import Distillation
+from distill.leaf_search import LeafTuner
 from distill.linear import LinearPolicy
 from distill.moe import MixturePolicy
 from distill.prelu import PReLUPolicy
@@ -28,9 +31,6 @@ from distill.registry import (
     _sweep_options,
     register_method,
 )
-from distill.repair import FailureRepair
-from distill.rl import CriticTuner
-from distill.scratch import ScratchTrainer
 from distill.silver import SILVERPolicy
 from distill.sindy import SINDyPolicy
 from distill.tree import TreePolicy

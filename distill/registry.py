@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from interp_rl._validation import check_int
 from interp_rl.errors import InvalidParameterError, bad_value
+from interp_rl.validation import check_int
 
 if TYPE_CHECKING:
     from distill.job import Distillation

@@ -27,10 +27,10 @@ import sklearn
 from sklearn.utils.validation import check_is_fitted
 
 from distill._student import PolicyStudent
-from interp_rl._validation import check_choice, check_int
 from interp_rl.attribution import ClassScoreModel, explain, summarize_background
 from interp_rl.errors import bad_value
 from interp_rl.kinds.mixture import MixtureProgram
+from interp_rl.validation import check_choice, check_int
 
 __all__ = ["SILVERPolicy"]
 

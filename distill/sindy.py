@@ -27,10 +27,10 @@ from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
 from distill._student import PolicyStudent, check_bounds
-from interp_rl._validation import check_float, check_int
 from interp_rl.errors import InvalidParameterError, bad_value
 from interp_rl.kinds.equations import FUNCTIONS, EquationsProgram, Factor
 from interp_rl.program import Signal
+from interp_rl.validation import check_float, check_int
 
 __all__ = ["OPTIMIZERS", "SINDyPolicy", "library_terms", "make_library"]
 

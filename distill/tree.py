@@ -11,9 +11,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from distill._leaves import fit_leaf_models, restate
 from distill._student import PolicyStudent, check_bounds
 from distill.prune import prune
-from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import bad_value
 from interp_rl.kinds.tree import TreeProgram
+from interp_rl.validation import check_choice, check_float, check_int
 
 __all__ = ["TreePolicy", "program_from_sklearn"]
 

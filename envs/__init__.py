@@ -1,5 +1,6 @@
 """Tasks with named features, zoo-compatible wrappers, and teacher loading."""
 
+from envs.loading import load_teacher
 from envs.registry import (
     TASKS,
     EnvVariant,
@@ -13,8 +14,7 @@ from envs.registry import (
     resolve_task,
     task_signals,
 )
-from envs.rollouts import collect_on_task, evaluate_on_task
-from envs.teachers import load_teacher
+from envs.task_rollouts import collect_on_task, evaluate_on_task
 from envs.training import TrainConfig, train_teacher
 
 __all__ = [

@@ -6,9 +6,9 @@ was made for, and, for an upside-down RL controller (``envs.udrl``), the command
 :class:`ControllerTeacher` makes a saved controller a teacher (:class:`interp_rl.teachers.Teacher`), so that a big
 controller can be distilled into a smaller one by any method: a UDRL forest of 20 trees and 50,000 leaves into one
 tree of 16 leaves that a person can read, a deep tree into a shallow one. ``interp-rl distill METHOD --teacher
-CONTROLLER`` does it (:func:`envs.teachers.load_teacher` reads a controller folder or ``controller.json``).
+CONTROLLER`` does it (:func:`envs.loading.load_teacher` reads a controller folder or ``controller.json``).
 
->>> from envs.teachers import load_teacher                              # doctest: +SKIP
+>>> from envs.loading import load_teacher                              # doctest: +SKIP
 >>> forest = load_teacher("runs/udrl-cartpole")  # its controller.json  # doctest: +SKIP
 >>> forest.algo, forest.feature_names[-2:]                              # doctest: +SKIP
 ('forest', ['desired_return', 'desired_horizon'])

@@ -36,13 +36,13 @@ from typing import Any
 
 import numpy as np
 
+from envs.loading import load_teacher
 from envs.registry import task_signals
 from envs.sb3 import ObsNormalizer, SB3Teacher
-from envs.teachers import load_teacher
 from interp_rl.errors import TeacherLoadError
 from interp_rl.io import atomic_write_text
 from interp_rl.kinds.linear import LinearProgram
-from interp_rl.logs import path_sha256
+from interp_rl.logged_data import path_sha256
 from interp_rl.program import Controller
 from interp_rl.rollouts import evaluate, run_episodes
 

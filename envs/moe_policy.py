@@ -50,7 +50,7 @@ def _head(obs_dim: int, act_dim: int, n_experts: int, gating: Gating) -> Any:
 
 
 def _mixture_settings(kwargs: dict[str, Any], owner: str, gating: Gating) -> tuple[int, float, float]:
-    from interp_rl._validation import check_float, check_int
+    from interp_rl.validation import check_float, check_int
 
     n = check_int(kwargs.pop("n_experts", 8), "n_experts", owner, low=1)
     noise = check_float(kwargs.pop("gate_noise", gating.gate_noise), "gate_noise", owner)
@@ -60,7 +60,7 @@ def _mixture_settings(kwargs: dict[str, Any], owner: str, gating: Gating) -> tup
 
 def _named_gating(kwargs: dict[str, Any], owner: str, default: str) -> tuple[str, Gating]:
     """The ``gating`` policy setting: a name of :data:`~interp_rl.kinds.mixture_training.GATINGS`."""
-    from interp_rl._validation import check_choice
+    from interp_rl.validation import check_choice
 
     name = check_choice(kwargs.pop("gating", default), "gating", owner, tuple(GATINGS))
     return name, GATINGS[name]

@@ -2,7 +2,7 @@
 
 Reading SB3 zips (:func:`load_sb3_model`, :func:`detect_algorithm`) and zoo normalisation
 statistics (:func:`read_vecnormalize`) lives here, beside the zoo loading of
-:mod:`envs.teachers`; the core only knows the protocol.
+:mod:`envs.loading`; the core only knows the protocol.
 
 .. warning::
    SB3 ``.zip`` files and zoo ``vecnormalize.pkl`` files contain Python pickles,
@@ -44,9 +44,9 @@ from typing import Any
 import numpy as np
 
 from envs.algorithms import ALGORITHMS, algorithm_class  # noqa: F401 - long imported from here
-from interp_rl._threads import torch_threads
-from interp_rl._validation import check_observations
 from interp_rl.errors import InterpRLError, TeacherLoadError, UnknownAlgorithmError
+from interp_rl.threads import torch_threads
+from interp_rl.validation import check_observations
 
 __all__ = [
     "ALGORITHMS",
@@ -563,7 +563,7 @@ class SB3Teacher:
         The run (``interp-rl train``: checkpoints, resume, the best checkpoint kept) goes to ``out``,
         with this teacher's environment variant; ``hyperparams`` override the task's shipped ones
         (``{"policy": "moe", ...}`` trains a mixture of linear experts and writes its ``controller.json``).
-        This is how :class:`distill.scratch.ScratchTrainer` reaches the training machinery without
+        This is how :class:`distill.from_scratch.ScratchTrainer` reaches the training machinery without
         importing ``envs``. Returns the run's ``teacher.json`` metadata.
         """
         if not _TRAINERS:

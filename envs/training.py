@@ -28,15 +28,15 @@ import numpy as np
 
 from envs.agent_state import load_agent_state, load_module_state, save_agent_state, save_module_state
 from envs.algorithms import ALGORITHMS, algorithm_class, default_hyperparams
+from envs.loading import TEACHER_FILE
 from envs.registry import EnvVariant, env_factory, get_task, make_vec_env
 from envs.sb3 import ObsNormalizer, SB3Teacher, register_trainer, trust_pickles
-from envs.teachers import TEACHER_FILE
-from interp_rl._validation import check_int
 from interp_rl.errors import InvalidParameterError, TrainInterrupted
 from interp_rl.interrupts import sigterm_as_interrupt
 from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.rollouts import evaluate
 from interp_rl.seeds import TRAIN_EVAL_SEED_OFFSET
+from interp_rl.validation import check_int
 
 __all__ = ["TrainConfig", "TrainInterrupted", "check_config", "default_hyperparams", "train_teacher"]
 
@@ -523,9 +523,9 @@ def train_teacher(
 
 def _write_mixture_controller(out: Path) -> None:
     """The kept mixture actor as ``controller.json``: the transparent controller RL trained directly."""
+    from envs.loading import load_teacher
     from envs.moe_policy import mixture_from_model
     from envs.registry import task_signals
-    from envs.teachers import load_teacher
     from interp_rl.program import Controller
 
     teacher = load_teacher(out)

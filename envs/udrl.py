@@ -42,12 +42,12 @@ import gymnasium as gym
 import numpy as np
 
 from envs.registry import get_task, task_signals
-from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import InvalidParameterError
 from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.kinds.forest import COMMAND_FEATURES, ForestProgram, forest_from_sklearn
 from interp_rl.program import Controller
 from interp_rl.seeds import TRAIN_EVAL_SEED_OFFSET
+from interp_rl.validation import check_choice, check_float, check_int
 
 __all__ = ["ESTIMATORS", "CommandEnv", "CommandObservation", "UDRLConfig", "command_env_factory", "train_udrl"]
 

@@ -42,9 +42,9 @@ from typing import Any
 
 import numpy as np
 
-from interp_rl._validation import check_choice, check_finite, check_int
 from interp_rl.errors import InvalidParameterError, ObservationError
 from interp_rl.io import atomic_write_text
+from interp_rl.validation import check_choice, check_finite, check_int
 
 __all__ = [
     "METHODS",

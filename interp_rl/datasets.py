@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BUILDING_SCHEMA", "building_log", "write_building_log"]
 
-#: The schema of :func:`building_log` (``building.schema.toml`` beside the log; see :mod:`interp_rl.logs`).
+#: The schema of :func:`building_log` (``building.schema.toml`` beside the log; see :mod:`interp_rl.logged_data`).
 BUILDING_SCHEMA = """\
 # What each column of the building log is: the features a controller may read, the action it sets.
 task = "building-heating"
@@ -89,7 +89,7 @@ def building_log(n_days: int = 14, seed: int = 0) -> pd.DataFrame:
     """
     import pandas as pd
 
-    from interp_rl._validation import check_int
+    from interp_rl.validation import check_int
 
     check_int(n_days, "n_days", "building_log", low=1)
     check_int(seed, "seed", "building_log", low=0)
@@ -141,7 +141,7 @@ def write_building_log(path: str | Path, n_days: int = 14, seed: int = 0) -> Pat
     ['building.csv', 'building.schema.toml']
     """
     from interp_rl.errors import InterpRLError
-    from interp_rl.logs import default_schema_path
+    from interp_rl.logged_data import default_schema_path
 
     p = Path(path)
     suffix = p.suffix.lower()

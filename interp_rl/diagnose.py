@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 
-from interp_rl._validation import check_int
 from interp_rl.compare import half_of_teacher, percent_of_teacher
 from interp_rl.errors import InterpRLError
 from interp_rl.evidence import DistillationData, nearest_examples, typical_spacing
@@ -43,6 +42,7 @@ from interp_rl.rollouts import run_episodes
 from interp_rl.seeds import DIAGNOSE_SEED
 from interp_rl.simstate import SimState
 from interp_rl.teachers import Teacher, check_teacher
+from interp_rl.validation import check_int
 
 __all__ = ["DIAGNOSE_SEED", "CriticalState", "Diagnosis", "FailedEpisode", "Takeover", "critic_gaps", "diagnose",
            "failure_interval", "failure_profile", "points_of_no_return"]

@@ -134,7 +134,7 @@ def _critical_row(d: Diagnosis, c: CriticalState, pnr: int) -> list[str]:
 def write_diagnosis(d: Diagnosis, out: str | Path, *, command: str = "", details: int = 8, max_rows: int = 40,
                     repair: dict[str, Any] | None = None) -> dict[str, Path]:
     """Write ``diagnosis.json``, ``report.md`` (pictures in ``figures/``) and the self-contained ``report.html``;
-    with ``repair`` (the metrics of :func:`distill.repair.repair_controller`) a section on the repair."""
+    with ``repair`` (the metrics of :func:`distill.failure_repair.repair_controller`) a section on the repair."""
     dest = Path(out)
     if dest.exists() and not dest.is_dir():
         raise InterpRLError(f"--out {str(dest)!r} is a file; name a folder for the diagnosis.")

@@ -45,10 +45,10 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from interp_rl._codegen import WIDTH, comment, lit
-from interp_rl._validation import check_int
 from interp_rl.errors import ExportError
 from interp_rl.io import atomic_write_bytes, atomic_write_text
 from interp_rl.program import FORMAT, FORMAT_VERSION, Controller, Program, ProgramBase, Signal, float_out
+from interp_rl.validation import check_int
 
 if TYPE_CHECKING:
     import onnx

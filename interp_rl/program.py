@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_chec
 
 import numpy as np
 
-from interp_rl._validation import check_observations
 from interp_rl.dot import unit_note
 from interp_rl.errors import ControllerFormatError
 from interp_rl.io import atomic_write_text
+from interp_rl.validation import check_observations
 
 if TYPE_CHECKING:
     from interp_rl._onnx import OnnxGraph

@@ -21,11 +21,11 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
-from interp_rl._validation import check_int
 from interp_rl.errors import ObservationError, bad_value
 from interp_rl.io import atomic_write_text
 from interp_rl.policy import Policy
 from interp_rl.simstate import SimState, capture, restore
+from interp_rl.validation import check_int
 
 __all__ = [
     "Actor",

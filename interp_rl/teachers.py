@@ -6,7 +6,7 @@ observations) that also knows its task: the action bounds, the environment it ex
 Q-function agents (SAC, TD3, DDPG, TQC), ``value(obs)`` for state-value agents (PPO, A2C, TRPO).
 A teacher that can also train a new agent on its own task and observation layout offers
 ``train_from_scratch(out, *, algo, steps, seed, eval_episodes, hyperparams, resume, on_checkpoint, checkpoint_every)``
-(optional; RL from scratch, :class:`distill.scratch.ScratchTrainer`, needs it). A teacher with continuous
+(optional; RL from scratch, :class:`distill.from_scratch.ScratchTrainer`, needs it). A teacher with continuous
 actions may offer ``action_jacobian(obs) -> (n, act_dim, obs_dim)``, the gradient of ``predict`` (optional;
 :func:`interp_rl.verify.search_policy` climbs it, and falls back to finite differences without it).
 

@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from interp_rl._validation import check_int
 from interp_rl.dot import (  # noqa: F401 - the DOT helpers, long imported from here
     _esc,
     dot_action_nodes,
@@ -34,6 +33,7 @@ from interp_rl.errors import InvalidParameterError, ObservationError, RenderErro
 from interp_rl.io import atomic_write_bytes
 from interp_rl.kinds.tree import leaf_visit_counts
 from interp_rl.program import Controller
+from interp_rl.validation import check_int
 
 __all__ = [
     "DOT_SUFFIX",

@@ -92,7 +92,7 @@ class _TeacherCache:
 
     def __getitem__(self, key: str):  # noqa: ANN204 - returns SB3Teacher
         if key not in self._cache:
-            from envs.teachers import load_teacher
+            from envs.loading import load_teacher
 
             algo, env = TEACHER_SPECS[key]
             self._cache[key] = load_teacher(teacher_zip(self.root, algo, env))

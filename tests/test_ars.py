@@ -219,7 +219,7 @@ def test_critic_tuner_search_ars_fine_tunes_a_distilled_student_and_resumes(tmp_
     from stable_baselines3 import SAC
 
     from distill import CriticTuner, DAgger, LinearPolicy
-    from envs.teachers import load_teacher
+    from envs.loading import load_teacher
 
     env = env_factory("Pendulum-v1")(0)
     model = SAC("MlpPolicy", env, buffer_size=2000, learning_starts=100, seed=0, device="cpu")
@@ -283,7 +283,7 @@ def test_a_linear_cell_searched_by_ars_from_scratch_instead_of_distilled(tmp_pat
     """``distill linear --scratch-steps N``: ARS from zeros on the teacher's task (its settings), the teacher only
     the yardstick; a dense linear policy, and the same one when the job is run again."""
     from distill import METHODS, TreePolicy, run_job
-    from distill.scratch import ScratchTrainer
+    from distill.from_scratch import ScratchTrainer
     from interp_rl.errors import InterpRLError
     from interp_rl.program import load_controller
 

@@ -372,7 +372,7 @@ def test_bench_writes_one_complete_record_per_cell(bench_run: tuple[Path, Path])
     constant = recs["IP-SAC__tree-constant-2__seed0"]
     assert constant["config"]["leaf_model"] == "constant" and constant["size"]["nonzero_terms"] == 0
     assert "sweep" in constant["details"] and constant["details"]["sweep"] is None  # a sweep's table is kept there
-    from envs.teachers import load_teacher
+    from envs.loading import load_teacher
     from interp_rl.program import load_controller
     from interp_rl.rollouts import evaluate
 
@@ -390,7 +390,7 @@ def test_fewer_experts_are_run_without_the_idle_ones(tiny_teacher: Path) -> None
     """A mixture whose second expert never acts: without it, the same episodes to the last digit; a routing tree
     has no next choice, so it is not run."""
     from benchmarks.measurements import piece_usage, without_idle
-    from envs.teachers import load_teacher
+    from envs.loading import load_teacher
     from interp_rl.kinds.mixture import MixtureProgram, router_tree
     from interp_rl.program import Controller, Signal
     from interp_rl.rollouts import collect, evaluate
@@ -580,7 +580,7 @@ def test_a_results_folder_grows_but_keeps_its_meaning(bench_run: tuple[Path, Pat
 
 def test_a_method_can_fine_tune_another_methods_cells(bench_run: tuple[Path, Path], tmp_path: Path) -> None:
     from distill.dagger import SELECTION_SEED_OFFSET
-    from envs.teachers import load_teacher
+    from envs.loading import load_teacher
     from interp_rl.program import load_controller
     from interp_rl.rollouts import evaluate
 
@@ -1039,7 +1039,7 @@ settings = {{ max_leaves = 2 }}
 def test_a_sensor_suite_varies_the_features_its_controllers_read(tiny_teacher: Path, tmp_path: Path) -> None:
     """`vary` turns a suite's sizes into the features read; [settings] reach every method; the report's sensors
     section puts the features read against % of teacher, every feature being the task's own count."""
-    from envs.teachers import load_teacher
+    from envs.loading import load_teacher
     from interp_rl.attribution import teacher_ranking
 
     suite = tmp_path / "s.toml"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from distill.dagger import STATE_FILE, DAgger, critic_weights, rollout_mixture
-from distill.finetune import LeafTuner
+from distill.leaf_search import LeafTuner
 from distill.tree import TreePolicy
 from envs import env_factory
 from interp_rl.errors import DistillInterrupted, InterpRLError, InvalidParameterError

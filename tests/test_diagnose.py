@@ -246,7 +246,7 @@ def test_cli_diagnoses_a_distilled_tree_with_its_evidence(shared_teachers, tmp_p
 
 def test_cli_without_distillation_data_says_so_in_one_line(shared_teachers, tmp_path, single_torch_thread):
     hopper = teacher_zip(shared_teachers, "ppo", "Hopper")
-    from envs.teachers import load_teacher
+    from envs.loading import load_teacher
 
     ctrl = _zero_controller(load_teacher(hopper))
     folder = tmp_path / "zero"
@@ -270,8 +270,8 @@ def test_cli_without_distillation_data_says_so_in_one_line(shared_teachers, tmp_
 
 
 def test_repair_labels_the_run_up_with_the_teacher_and_keeps_the_better_student(teachers, single_torch_thread):
+    from distill.failure_repair import FailureRepair
     from distill.linear import LinearPolicy
-    from distill.repair import FailureRepair
 
     teacher = teachers["ppo_hopper"]
     start = _zero_controller(teacher)

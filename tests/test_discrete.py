@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 import envs
 from distill import DAgger, SILVERPolicy
+from envs.loading import load_teacher
 from envs.sb3 import detect_algorithm
-from envs.teachers import load_teacher
 from envs.training import TrainConfig, train_teacher
 from envs.wrappers import ClassScores
 from interp_rl.attribution import ClassScoreModel, explain

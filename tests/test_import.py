@@ -22,8 +22,8 @@ import pytest
 from typer.testing import CliRunner
 
 from envs.importing import Float64Agent, check_import, controller_from_teacher, import_agent, linear_program_of
+from envs.loading import load_teacher
 from envs.sb3 import ObsNormalizer
-from envs.teachers import load_teacher
 from envs.training import TrainConfig, train_teacher
 from interp_rl.errors import TeacherLoadError
 from interp_rl.kinds.linear import LinearProgram

@@ -27,7 +27,7 @@ from interp_rl.cli import app
 from interp_rl.datasets import BUILDING_SCHEMA, building_log, write_building_log
 from interp_rl.errors import LogError
 from interp_rl.export import load_python_controller
-from interp_rl.logs import LoggedData, class_values, read_log
+from interp_rl.logged_data import LoggedData, class_values, read_log
 from interp_rl.program import Signal, load_controller
 
 runner = CliRunner()

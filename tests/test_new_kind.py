@@ -96,7 +96,7 @@ class SwitchPolicy(RegressorMixin, BaseEstimator):
         self.action_high = action_high
 
     def _validate_params(self) -> None:
-        from interp_rl._validation import check_int
+        from interp_rl.validation import check_int
 
         check_int(self.feature, "feature", "SwitchPolicy", low=0)
 

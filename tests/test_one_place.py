@@ -49,7 +49,7 @@ def test_every_ars_update_is_ars_update() -> None:
            if "argsort(-np.maximum(" in path.read_text()
            and path != ROOT / "distill" / "ars.py"]
     assert own == [], f"an ARS update of its own in {own}"
-    for module in ("distill/ars.py", "distill/finetune.py"):
+    for module in ("distill/ars.py", "distill/leaf_search.py"):
         assert "ars_update(" in (ROOT / module).read_text(), module
     # the update itself: the best direction by max(r+, r-), scaled by the spread of the returns it used
     theta, sigma = ars_update(np.zeros(3), np.array([1.0, 5.0, 2.0]), np.array([2.0, 1.0, 2.0]), np.eye(3), 0.1, 2)

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from interp_rl._parallel import side_by_side, usable_cpus
 from interp_rl.errors import InterpRLError
+from interp_rl.parallel import side_by_side, usable_cpus
 
 
 def _pid_task(k):
@@ -108,7 +108,7 @@ def test_children_leave_when_the_parent_is_killed_outright(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(textwrap.dedent("""
         import os, time
-        from interp_rl._parallel import side_by_side
+        from interp_rl.parallel import side_by_side
 
         def slow(progress):
             progress({"pid": os.getpid()})

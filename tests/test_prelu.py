@@ -23,7 +23,7 @@ from interp_rl.errors import ControllerFormatError, InvalidParameterError
 from interp_rl.export import compile_c, load_c_controller, load_python_controller, write_exports
 from interp_rl.kinds.oblique import ObliqueProgram
 from interp_rl.program import Controller, Signal, load_controller
-from interp_rl.verify._lp import maximise
+from interp_rl.verify.lp import maximise
 
 runner = CliRunner()
 CC = shutil.which("gcc") or shutil.which("cc")

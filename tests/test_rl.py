@@ -13,7 +13,7 @@ import pytest
 
 import envs
 from distill import CriticTuner, DAgger, LinearPolicy, MixturePolicy, SINDyPolicy
-from envs.teachers import load_teacher
+from envs.loading import load_teacher
 from interp_rl.errors import InterpRLError, InvalidParameterError
 from interp_rl.program import load_controller
 
@@ -115,7 +115,7 @@ def test_the_router_learns_with_the_experts_within_the_size_budget_and_resumes_e
 def test_the_best_checkpoint_is_kept_not_the_last(pendulum_sac: Path) -> None:
     """Steps far too large wreck the controller after its first evaluation: the student kept is the best one seen
     (here the starting controller), scored again on the selection episodes; the last is only ``final_student_``."""
-    from distill.rl import SELECTION_SEED_OFFSET
+    from distill.critic_tuning import SELECTION_SEED_OFFSET
     from interp_rl.rollouts import evaluate
 
     teacher = load_teacher(pendulum_sac, env="Pendulum-v1")
@@ -443,7 +443,7 @@ def test_interrupted_fine_tuning_resumes_to_the_same_numbers(pendulum_sac: Path,
 
 
 def test_a_mujoco_episode_in_flight_continues_exactly_from_its_saved_state() -> None:
-    from distill.rl import _env_state, _set_env_state
+    from distill.critic_tuning import _env_state, _set_env_state
 
     rng = np.random.default_rng(0)
     a, b = envs.make_env("Hopper-v5", 0), envs.make_env("Hopper-v5", 1)
@@ -500,7 +500,7 @@ def test_distill_moe_by_rl_from_scratch_trains_the_mixture_instead_of_distilling
 
 def test_rl_from_scratch_asks_the_teacher_to_train_and_names_one_that_cannot(tmp_path: Path) -> None:
     """``distill`` never imports ``envs``: the training runs through the teacher (``train_from_scratch``)."""
-    from distill.scratch import ScratchTrainer
+    from distill.from_scratch import ScratchTrainer
 
     class Bare:  # a teacher that knows no training machinery
         task = "Pendulum-v1"

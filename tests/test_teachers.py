@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import envs
+from envs.loading import find_zoo_model, load_teacher, read_zoo_config
 from envs.sb3 import (
     ObsNormalizer,
     SB3Teacher,
@@ -21,7 +22,6 @@ from envs.sb3 import (
     detect_algorithm,
     read_vecnormalize,
 )
-from envs.teachers import find_zoo_model, load_teacher, read_zoo_config
 from interp_rl.errors import (
     ObservationError,
     TeacherLoadError,

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from envs.teachers import load_teacher
+from envs.loading import load_teacher
 from envs.training import TrainConfig, default_hyperparams, train_teacher
 from interp_rl.errors import InvalidParameterError, UnknownAlgorithmError
 from interp_rl.rollouts import evaluate

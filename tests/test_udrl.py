@@ -102,7 +102,7 @@ def test_interp_rl_distill_reads_a_saved_forest_as_one_small_tree(cartpole: tupl
     """A saved controller is a teacher (``envs.controllers.ControllerTeacher``): DAgger distils the forest into one
     tree that reads the same inputs, is labelled with the forest's classes, and plays at the forest's command."""
     from envs.controllers import ControllerTeacher
-    from envs.teachers import load_teacher
+    from envs.loading import load_teacher
     from interp_rl.errors import TeacherLoadError
 
     cfg, m = cartpole

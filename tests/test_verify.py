@@ -428,7 +428,7 @@ def test_verify_command(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- repair
 def test_repair_refits_only_failing_leaves_until_proved() -> None:
-    from interp_rl.verify.repair import repair
+    from interp_rl.verify.refit import repair
 
     rng = np.random.default_rng(0)
     X = rng.uniform([10, 0], [30, 1], size=(2000, 2))
@@ -518,7 +518,7 @@ def test_building_log_end_to_end_distil_verify_repair_verify(tmp_path: Path) -> 
     old = load_controller(tmp_path / "tree").program
     assert np.array_equal(fixed.program.feature, old.feature) and np.array_equal(fixed.program.threshold,
                                                                                    old.threshold)
-    from interp_rl.logs import class_values
+    from interp_rl.logged_data import class_values
 
     data = np.load(tmp_path / "tree/distillation.npz")
     X, logged = data["observations"], np.argmax(data["actions"], axis=1)

@@ -38,7 +38,7 @@ SHAP_KERNEL_SAMPLES = (128, 256, 512, 1024)
 
 
 def _teacher(teachers: Path, name: str) -> Any:
-    from envs.teachers import load_teacher
+    from envs.loading import load_teacher
 
     folder = Path(teachers) / name
     return load_teacher(next(folder.glob("*.zip")))

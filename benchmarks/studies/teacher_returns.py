@@ -47,7 +47,7 @@ def sb3_protocol(teacher: Any, episodes: int, seed: int) -> list[float]:
     Parameters
     ----------
     teacher
-        The loaded teacher (``envs.teachers.load_teacher``).
+        The loaded teacher (``envs.loading.load_teacher``).
     episodes
         Episodes run.
     seed
@@ -92,7 +92,7 @@ def measure(teachers: Path, seed: int = 0, long_episodes: int = 100) -> list[dic
     """
     import torch
 
-    from envs.teachers import load_teacher
+    from envs.loading import load_teacher
     from interp_rl.rollouts import evaluate
 
     torch.set_num_threads(1)

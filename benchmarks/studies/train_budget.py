@@ -47,7 +47,7 @@ def run(algo: str, env: str, steps: int, seeds: list[int], target: float = TARGE
     dict
         The record: ``algo``, ``env``, ``target`` and the ``runs``, one per seed.
     """
-    from envs.teachers import load_teacher
+    from envs.loading import load_teacher
     from envs.training import TrainConfig, train_teacher
     from interp_rl.rollouts import evaluate
 

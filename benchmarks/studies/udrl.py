@@ -239,7 +239,7 @@ def baseline_run(algo: str, task: str, steps: int, seed: int, work: Path, episod
         model is the best evaluated checkpoint), ``size`` (the acting network's parameters), ``curve``
         (``[step, evaluation return]``) and ``config``.
     """
-    from envs.teachers import TEACHER_FILE, load_teacher
+    from envs.loading import TEACHER_FILE, load_teacher
     from envs.training import TrainConfig, train_teacher
     from interp_rl.errors import InterpRLError
     from interp_rl.rollouts import evaluate

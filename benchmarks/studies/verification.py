@@ -8,7 +8,7 @@ Run from the repository's root::
 ``run`` checks every 64-leaf tree and 8-expert mixture the benchmark distilled from a Hopper or HalfCheetah teacher
 (the ``recipe``, ``mujoco`` and ``verify`` results folders' cells; a cell missing on this machine is skipped and
 said so) against ``benchmarks/properties/TASK.toml`` with :func:`interp_rl.verify.verify`, timing each controller;
-then repairs the refuted controller/property pairs of :data:`REPAIRS` (:func:`interp_rl.verify.repair.repair` on
+then repairs the refuted controller/property pairs of :data:`REPAIRS` (:func:`interp_rl.verify.refit.repair` on
 the cell's distillation data), verifies them again, and runs the controller before and after for 20 episodes on
 the same seeds. It writes the record ``verification.json`` and the report; ``report`` rebuilds the report from the
 record alone.
@@ -74,7 +74,7 @@ def _teacher_side(ctrl: Any, props: Any, name: str, states: np.ndarray | None, c
                   teachers: Path | None) -> dict[str, Any]:
     """The rule searched on the cell's neural teacher (sampling and gradient ascent on the domain box; its share of
     the controller's visited states that break it), when the shared teachers are at hand."""
-    from envs.teachers import load_teacher
+    from envs.loading import load_teacher
     from interp_rl.verify import verify
 
     spec = TEACHERS.get(cell.split("__")[0])
@@ -111,7 +111,7 @@ def measure(results: Path, teachers: Path | None = None) -> dict[str, Any]:
     from interp_rl.evidence import load_data
     from interp_rl.rollouts import evaluate
     from interp_rl.verify import verify
-    from interp_rl.verify.repair import repair
+    from interp_rl.verify.refit import repair
 
     torch.set_num_threads(1)
     rows, missing = [], []

@@ -1,5 +1,5 @@
-"""Fine-tuning on the return as a stage: :class:`~distill.rl.CriticTuner` (TD3 from the teacher's critic, or ARS /
-CMA-ES on the controller's parameters), its state kept in the run's checkpoint folder."""
+"""Fine-tuning on the return as a stage: :class:`~distill.critic_tuning.CriticTuner` (TD3 from the teacher's critic, or
+ARS / CMA-ES on the controller's parameters), its state kept in the run's checkpoint folder."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ __all__ = ["FineTuning"]
 
 @register_stage
 class FineTuning(Stage):
-    """Fine-tune the controller on the return with ``rl`` (a :class:`~distill.rl.CriticTuner`), resumable from its
-    state (``Distillation(rl=...)``); off when ``rl`` is ``None`` or its ``n_steps`` is 0. Its record is
+    """Fine-tune the controller on the return with ``rl`` (a :class:`~distill.critic_tuning.CriticTuner`), resumable
+    from its state (``Distillation(rl=...)``); off when ``rl`` is ``None`` or its ``n_steps`` is 0. Its record is
     ``metrics.json``'s ``rl``: start and best held-out return, critic source, history, seconds (those of the run
     before a resume included)."""
 

@@ -1,4 +1,4 @@
-"""Leaf tuning as a stage: a tree's leaves searched on the return (:class:`~distill.finetune.LeafTuner`)."""
+"""Leaf tuning as a stage: a tree's leaves searched on the return (:class:`~distill.leaf_search.LeafTuner`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ __all__ = ["LeafTuning"]
 
 @register_stage
 class LeafTuning(Stage):
-    """Tune a tree's leaves on the return with ``tuner`` (a :class:`~distill.finetune.LeafTuner`), its steps scaled
+    """Tune a tree's leaves on the return with ``tuner`` (a :class:`~distill.leaf_search.LeafTuner`), its steps scaled
     by each feature's spread on DAgger's states (``Distillation(tuner=...)``); off when ``tuner`` is ``None`` or its
     ``n_iter`` is 0. Its record is ``metrics.json``'s ``tuning``."""
 

@@ -14,8 +14,8 @@ __all__ = ["RepairStage"]
 
 @register_stage
 class RepairStage(Stage):
-    """Run ``repair`` (a :class:`~distill.repair.FailureRepair`) on the student, refitted as it was made on DAgger's
-    data plus the repair's labels (``Distillation(repair=...)``); off when ``repair`` is ``None`` or its
+    """Run ``repair`` (a :class:`~distill.failure_repair.FailureRepair`) on the student, refitted as it was made on
+    DAgger's data plus the repair's labels (``Distillation(repair=...)``); off when ``repair`` is ``None`` or its
     ``n_rounds`` is 0."""
 
     name = "repair"

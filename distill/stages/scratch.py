@@ -15,9 +15,10 @@ __all__ = ["FromScratch"]
 
 @register_stage
 class FromScratch(Stage):
-    """Train the (unfitted) student by RL from scratch with ``trainer`` (a :class:`~distill.scratch.ScratchTrainer`),
-    its run kept in the checkpoint folder's ``scratch`` (``Distillation(scratch=...)``); off when ``trainer`` is
-    ``None`` or its ``n_steps`` is 0. Its record is ``metrics.json``'s ``scratch``."""
+    """Train the (unfitted) student by RL from scratch with ``trainer`` (a
+    :class:`~distill.from_scratch.ScratchTrainer`), its run kept in the checkpoint folder's ``scratch``
+    (``Distillation(scratch=...)``); off when ``trainer`` is ``None`` or its ``n_steps`` is 0. Its record is
+    ``metrics.json``'s ``scratch``."""
 
     name = "scratch"
     checkpoint_folder = "scratch"

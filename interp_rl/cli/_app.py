@@ -228,7 +228,7 @@ def _rollout_policy(path: str | None, task: str) -> Any:
         if ctrl.task and ctrl.task != task:
             raise InterpRLError(f"The controller in {path!r} is for {ctrl.task}, not {task}.")
         return ctrl
-    from envs.teachers import load_teacher
+    from envs.loading import load_teacher
 
     return load_teacher(path, env=task)
 

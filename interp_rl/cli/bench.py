@@ -75,7 +75,7 @@ def report(
 ) -> None:
     """Write a Markdown and a self-contained HTML report (tables with IQM and CIs, Pareto plots, trees)."""
     from benchmarks.report import write_report
-    from interp_rl._validation import check_int
+    from interp_rl.validation import check_int
 
     check_int(reps, "reps", "report")
     check_int(seed, "seed", "report", low=0)

@@ -52,13 +52,13 @@ def diagnose(
 
     import torch
 
-    from envs.teachers import load_teacher
-    from interp_rl._validation import check_int
+    from envs.loading import load_teacher
     from interp_rl.diagnose import DIAGNOSE_SEED
     from interp_rl.diagnose import diagnose as run_diagnosis
     from interp_rl.diagnosis_report import write_diagnosis
     from interp_rl.evidence import DATA_FILE, load_data
     from interp_rl.program import load_controller
+    from interp_rl.validation import check_int
 
     torch.set_num_threads(1)
     for name, value in (("episodes", episodes), ("window", window), ("critical", critical), ("horizon", horizon),
@@ -94,7 +94,7 @@ def diagnose(
                           evidence_note=note, attribution=attribution, frames=frames, progress=progress)
     repaired = None
     if repair:
-        from distill.repair import repair_controller
+        from distill.failure_repair import repair_controller
 
         with Steps(err, transient=True) as bar:
             job = bar.task("Repairing")

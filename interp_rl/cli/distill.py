@@ -136,7 +136,7 @@ def _distill(method: Any, given: dict[str, Any], *, teacher: str | None, out_dir
                             "from).")
     from distill.job import run_job
     from envs import get_task, task_signals
-    from envs.teachers import is_controller_path, load_teacher
+    from envs.loading import is_controller_path, load_teacher
     from interp_rl.compare import FIDELITY_NOTE
     from interp_rl.errors import InvalidParameterError
 
@@ -305,7 +305,7 @@ def _distill_log(method: Any, given: dict[str, Any], *, data: str, schema: Path 
 
     from distill.logged import check_held_out, check_log_settings, fit_from_log
     from interp_rl._progress import Steps
-    from interp_rl.logs import read_log
+    from interp_rl.logged_data import read_log
 
     owner = f"interp-rl distill {method.name}"
 

@@ -77,7 +77,7 @@ def dynamics_fit(
     """Fit an ensemble of sparse discrete-time models x[t+1] = x[t] + f(x[t], u[t]) and a reward from rollouts."""
     from distill.dynamics import Transitions, collect_transitions, fit_dynamics
     from envs.dynamics import dynamics_task
-    from interp_rl._validation import check_float, check_int
+    from interp_rl.validation import check_float, check_int
 
     task = dynamics_task(env)
     check_int(steps, "--steps", "interp-rl dynamics fit", low=20)
@@ -124,7 +124,7 @@ def dynamics_evaluate(
     """One-step and multi-step prediction error per named state on fresh episodes; evaluation.json and .png."""
     from distill.dynamics import SINDyDynamics, collect_transitions, write_evaluation
     from envs.dynamics import REWARDS, dynamics_task
-    from interp_rl._validation import check_int
+    from interp_rl.validation import check_int
 
     check_int(steps, "--steps", "interp-rl dynamics evaluate", low=2)
     folder = out_dir or (model_dir if model_dir.is_dir() else model_dir.parent)

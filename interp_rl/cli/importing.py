@@ -28,7 +28,7 @@ def import_(
     import torch
 
     from envs.importing import import_to_folder
-    from interp_rl._validation import check_int
+    from interp_rl.validation import check_int
 
     check_int(episodes, "--episodes", "interp-rl import", low=1)
     torch.set_num_threads(1)

@@ -39,7 +39,7 @@ def viz(
     episode visits."""
     import numpy as np
 
-    from interp_rl.logs import class_note
+    from interp_rl.logged_data import class_note
     from interp_rl.program import load_controller, unit_note
     from interp_rl.viz import decision_path_text, export_text, render, to_dot, usage_figure
 
@@ -111,7 +111,7 @@ def explain(
     import torch
 
     from envs import get_task
-    from envs.teachers import load_teacher
+    from envs.loading import load_teacher
     from interp_rl._progress import Steps
     from interp_rl.attribution import explain_policy
 

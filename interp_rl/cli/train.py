@@ -98,7 +98,7 @@ def train(
     if experts is not None:
         if overrides.get("policy") != "moe":
             raise InvalidParameterError("--experts sets the experts of --policy moe; add --policy moe.")
-        from interp_rl._validation import check_int
+        from interp_rl.validation import check_int
 
         check_int(experts, "--experts", "interp-rl train", high=64)
         overrides["policy_kwargs"] = {**(overrides.get("policy_kwargs") or {}), "n_experts": experts}
@@ -249,10 +249,10 @@ def evaluate(
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the results as JSON.")] = None,
 ) -> None:
     """Run a teacher or a distilled controller deterministically and print per-episode returns."""
-    from envs.teachers import load_teacher
-    from interp_rl._validation import check_int
+    from envs.loading import load_teacher
     from interp_rl.rollouts import EvalResult
     from interp_rl.rollouts import evaluate as run_eval
+    from interp_rl.validation import check_int
 
     check_int(episodes, "episodes", "evaluate")
     import torch

@@ -132,7 +132,7 @@ def _teacher(path: str, algo: str | None, ctrl: Any) -> Any:
     is refused by :func:`interp_rl.verify.verify`, which compares their features and actions)."""
     import torch
 
-    from envs.teachers import load_teacher
+    from envs.loading import load_teacher
 
     torch.set_num_threads(1)
     return load_teacher(path, env=ctrl.task or None, algo=algo)
@@ -157,9 +157,9 @@ def _fidelity(ctrl: Any, data: Any) -> tuple[float, str]:
 
 
 def _refit(result: Any, data: Any) -> Any:
-    """:func:`~interp_rl.verify.repair.repair` (or, for a controller of classes, its class-choosing form)."""
+    """:func:`~interp_rl.verify.refit.repair` (or, for a controller of classes, its class-choosing form)."""
     from interp_rl.verify.classes import ClassView, repair_classes
-    from interp_rl.verify.repair import RepairResult, repair
+    from interp_rl.verify.refit import RepairResult, repair
 
     if not any(v.status == "refuted" for v in result.verdicts):
         return RepairResult(result.controller.metadata.get("scores", result.controller)

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import interp_rl._codegen as cg
-from interp_rl._validation import check_int
 from interp_rl.errors import ControllerFormatError, bad_value
 from interp_rl.kinds.tree import TreeProgram
 from interp_rl.program import ProgramBase, Signal, register_program
+from interp_rl.validation import check_int
 
 if TYPE_CHECKING:
     from interp_rl._onnx import OnnxGraph

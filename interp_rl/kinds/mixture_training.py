@@ -45,7 +45,7 @@ class Gating:
     ``(CV(importance)^2 + CV(load)^2) / 2``, as SMoSE's code adds it."""
 
     def __post_init__(self) -> None:
-        from interp_rl._validation import check_choice
+        from interp_rl.validation import check_choice
 
         check_choice(self.noise, "noise", "Gating", ("fixed", "learnt"))
         check_choice(self.balance, "balance", "Gating", ("switch", "cv"))
@@ -67,7 +67,7 @@ GATINGS = {"smose": SMOSE, "switch": SAC}
 
 def __getattr__(name: str) -> Any:
     if name == "NoisyTop1Mixture":  # torch is imported only by the trainers that use it
-        from interp_rl.kinds._mixture_net import NoisyTop1Mixture
+        from interp_rl.kinds.mixture_net import NoisyTop1Mixture
 
         return NoisyTop1Mixture
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

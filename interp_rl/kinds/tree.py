@@ -24,9 +24,9 @@ import numpy as np
 
 import interp_rl._codegen as cg
 from interp_rl._shapley import tree_shapley
-from interp_rl._validation import check_int
 from interp_rl.errors import ControllerFormatError, InvalidParameterError, bad_value
 from interp_rl.program import AffinePieces, ProgramBase, Region, register_program, widen_columns
+from interp_rl.validation import check_int
 
 if TYPE_CHECKING:
     from interp_rl._onnx import OnnxGraph

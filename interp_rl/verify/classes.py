@@ -170,14 +170,14 @@ def repair_classes(verification: Any, observations: np.ndarray, targets: np.ndar
     crosses from one piece into the next, the later piece plays the earlier one's class (if that keeps the rules);
     this repeats
     until the properties are proved or ``rounds`` pass. Each chosen class is made to win by ``margin`` throughout
-    the piece's region by refitting that piece's scores (:func:`interp_rl.verify.repair.repair`); the structure is
+    the piece's region by refitting that piece's scores (:func:`interp_rl.verify.refit.repair`); the structure is
     kept. ``targets`` are the class scores fitted (one-hot rows of the logged classes). Returns a
-    :class:`~interp_rl.verify.repair.RepairResult` whose controller is the repaired *score* controller.
+    :class:`~interp_rl.verify.refit.RepairResult` whose controller is the repaired *score* controller.
     """
     from interp_rl.verify.kinds.rule import RuleProperty
     from interp_rl.verify.properties import Inequality, Property, PropertySet
     from interp_rl.verify.prove import Verdict
-    from interp_rl.verify.repair import RepairResult, repair
+    from interp_rl.verify.refit import RepairResult, repair
     from interp_rl.verify.result import Verification
 
     view_ctrl: Controller = verification.controller

@@ -1,6 +1,6 @@
 """Repair by cutting: a tree leaf that breaks a rule on part of its region is split there, the rest left alone.
 
-:func:`interp_rl.verify.repair.repair` refits a failing leaf on its *whole* region, so a leaf that breaks
+:func:`interp_rl.verify.refit.repair` refits a failing leaf on its *whole* region, so a leaf that breaks
 "when occupied and above 23.5 °C, at most 20 °C" only in its warm corner is made to play 20 °C throughout,
 its cold part included. :func:`cut_leaves` first cuts each failing leaf along the property's own axis-aligned
 conditions (``zone_temperature > 23.5`` becomes a split at 23.5 on the leaf's path), each new leaf a copy of

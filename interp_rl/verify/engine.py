@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from interp_rl.program import Controller
-from interp_rl.verify._lp import maximise
+from interp_rl.verify.lp import maximise
 from interp_rl.verify.properties import (
     Property,
     PropertyError,

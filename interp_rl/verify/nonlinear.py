@@ -55,8 +55,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from interp_rl._validation import check_float, check_int
 from interp_rl.program import Controller
+from interp_rl.validation import check_float, check_int
 from interp_rl.verify.properties import Inequality, Property
 from interp_rl.verify.prove import Counterexample, Verdict
 

@@ -187,7 +187,7 @@ class Property:
     pointwise: ClassVar[bool] = False
     """Whether it is ``then`` holding at every state of ``when``, state by state (linear requirements on the state and
     the action there): equations bound it over boxes (:mod:`interp_rl.verify.nonlinear`), repairs refit or cut the
-    pieces that break it (:mod:`interp_rl.verify.repair`, :mod:`interp_rl.verify.cuts`), and a controller of classes
+    pieces that break it (:mod:`interp_rl.verify.refit`, :mod:`interp_rl.verify.cuts`), and a controller of classes
     keeps it when choosing the class a piece plays (:mod:`interp_rl.verify.classes`)."""
     against_teacher: ClassVar[bool] = False
     """Whether it compares the controller with the teacher: the teacher is searched with the controller as the

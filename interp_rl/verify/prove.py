@@ -6,7 +6,7 @@ linear program: the region, the domain box and ``when`` are linear constraints, 
 affine, and clipping is handled exactly by splitting on whether each action is below, inside or
 above its bounds (a tanh squash is monotone: the largest action comes from the largest affine
 output). A property is ``proved`` when a rigorous upper bound of every violation
-(:func:`interp_rl.verify._lp.maximise`, plus the rounding of the controller's own arithmetic) is not
+(:func:`interp_rl.verify.lp.maximise`, plus the rounding of the controller's own arithmetic) is not
 positive; ``refuted`` only with a concrete state where the controller's ``predict`` violates it;
 ``unknown`` otherwise, with the reason.
 """
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from interp_rl.program import Controller, Region
-from interp_rl.verify._lp import maximise
+from interp_rl.verify.lp import maximise
 from interp_rl.verify.properties import Inequality, Property
 
 __all__ = ["STATUSES", "Counterexample", "Verdict", "decide"]

@@ -6,7 +6,7 @@ crosses from one region into the next by the jump between the two pieces there. 
 falls as ``f`` grows" holds exactly when no region has a slope of the wrong sign where the action is
 not clipped, over a stretch of positive length along ``f``, and no crossing along ``f`` jumps the
 wrong way; a Lipschitz bound ``L`` holds exactly when every such slope is at most ``L`` and no
-crossing jumps at all. Each check is a linear program (:func:`interp_rl.verify._lp.maximise`);
+crossing jumps at all. Each check is a linear program (:func:`interp_rl.verify.lp.maximise`);
 each counterexample is a pair of states, ``f`` moved, that ``predict`` shows breaking the property.
 
 ``when`` is taken per conjunction: the pair's two states both satisfy the same conjunction.
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from interp_rl.program import Controller, Region
-from interp_rl.verify._lp import maximise
+from interp_rl.verify.lp import maximise
 from interp_rl.verify.properties import Inequality
 from interp_rl.verify.prove import Counterexample, Verdict, _pieces_of, _rounding, _System, systems
 

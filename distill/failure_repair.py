@@ -30,13 +30,13 @@ from sklearn.base import BaseEstimator
 
 from distill.events import RepairRound
 from distill.scoring import held_out_score
-from interp_rl._threads import one_blas_thread
-from interp_rl._validation import check_float, check_int
 from interp_rl.compare import half_of_teacher
 from interp_rl.io import atomic_write_text, json_safe
 from interp_rl.rollouts import mixture, run_episodes
 from interp_rl.seeds import REPAIR_SEED_OFFSET, REPAIR_SELECTION_SEED_OFFSET
 from interp_rl.teachers import Teacher, check_teacher
+from interp_rl.threads import one_blas_thread
+from interp_rl.validation import check_float, check_int
 
 __all__ = ["REPAIR_SEED_OFFSET", "FailureRepair", "held_out_score", "repair_controller"]
 

@@ -45,13 +45,13 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from distill.events import FineTuneStep
-from interp_rl._threads import torch_threads
-from interp_rl._validation import check_choice, check_float, check_int
 from interp_rl.errors import DistillInterrupted, InterpRLError, bad_value
 from interp_rl.io import atomic_write, atomic_write_text
 from interp_rl.rollouts import evaluate
 from interp_rl.seeds import RL_SEED_OFFSET, SELECTION_SEED_OFFSET
 from interp_rl.teachers import Teacher, check_teacher
+from interp_rl.threads import torch_threads
+from interp_rl.validation import check_choice, check_float, check_int
 
 __all__ = ["CriticTuner"]
 
@@ -566,7 +566,7 @@ class CriticTuner(BaseEstimator):
         train_router = self.router == "train"
         router_params: list[Any] = []
         if train_router:
-            from interp_rl.kinds._mixture_net import importance_load_loss
+            from interp_rl.kinds.mixture_net import importance_load_loss
             from interp_rl.kinds.mixture_training import SMOSE
 
             (router_b, router_w), = program.routing_maps()

@@ -20,9 +20,9 @@ from typing import Any
 from sklearn.base import BaseEstimator
 
 from distill.events import ScratchStep
-from interp_rl._validation import check_choice, check_int
 from interp_rl.errors import InterpRLError
 from interp_rl.teachers import Teacher
+from interp_rl.validation import check_choice, check_int
 
 __all__ = ["ScratchTrainer"]
 

@@ -22,11 +22,11 @@ from sklearn.base import BaseEstimator
 from distill.ars import ars_update
 from distill.events import SearchStep
 from distill.tree import TreePolicy
-from interp_rl._validation import check_float, check_int
 from interp_rl.errors import bad_value
 from interp_rl.kinds.tree import TreeProgram
 from interp_rl.rollouts import evaluate, run_episodes
 from interp_rl.seeds import SELECTION_SEED_OFFSET, TUNING_SEED_OFFSET
+from interp_rl.validation import check_float, check_int
 
 __all__ = ["LeafTuner"]
 
