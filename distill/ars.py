@@ -532,8 +532,8 @@ def ars_update(theta: np.ndarray, plus: np.ndarray, minus: np.ndarray, deltas: n
     ``2 top`` returns (1 when they are all equal). Returns ``(new theta, sigma)``.
 
     >>> theta, sigma = ars_update(np.zeros(2), np.array([3.0, 1.0]), np.array([1.0, 1.0]), np.eye(2), 0.5, 1)
-    >>> theta.tolist(), sigma
-    ([0.5, 0.0], 1.0)
+    >>> theta.tolist(), sigma  # direction 0 (3 > 1): 0.5 / (1 * std([3, 1])) * (3 - 1) * e0
+    ([1.0, 0.0], 1.0)
     """
     best = np.argsort(-np.maximum(plus, minus), kind="stable")[:top]
     sigma = float(np.concatenate([plus[best], minus[best]]).std())

@@ -393,17 +393,18 @@ def test_distill_moe_from_the_cli_then_evaluate_viz_and_a_task_mismatch(tmp_path
 
 
 def test_reports_show_which_expert_acts_when_more_than_one_does() -> None:
+    from benchmarks.sections.explanations import explain_controller
     from interp_rl.kinds.linear import LinearProgram
 
     X = np.random.default_rng(0).normal(size=(200, 4))
-    parts = METHODS["moe"].explain(_controller(_programs()["linear"]), X, "toy")
+    parts = explain_controller(_controller(_programs()["linear"]), X, "toy", note=METHODS["moe"].picture_note)
     usage = [p for p in parts if p.title.startswith("Usage: which expert acts")]
     assert len(usage) == 1 and usage[0].kind == "svg" and "joint" in usage[0].content  # named axes
-    one = METHODS["moe"].explain(_controller(_programs()["one"]), X, "toy")  # a single expert: nothing to show
+    one = explain_controller(_controller(_programs()["one"]), X, "toy")  # a single expert: nothing to show
     assert not any(p.title.startswith("Usage") for p in one)
     lin = Controller(LinearProgram(intercept=[0.0, 0.0], coef=np.ones((2, 4))), features=_controller(
         _programs()["one"]).features, actions=[Signal("a"), Signal("b")])
-    assert not any(p.title.startswith("Usage") for p in METHODS["linear"].explain(lin, X, "toy"))
+    assert not any(p.title.startswith("Usage") for p in explain_controller(lin, X, "toy"))
 
 
 def test_usage_figure_names_pieces_and_features(tmp_path: Path) -> None:
