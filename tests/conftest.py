@@ -27,6 +27,35 @@ def pytest_configure(config: pytest.Config) -> None:
         torch.set_num_threads(1)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test of an ``xdist_group`` named as ``--dist loadgroup`` expects."""
+    if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
+        for item in items:
+            _name_its_xdist_group(item)
+
+
+def _name_its_xdist_group(item: pytest.Item) -> None:
+    """Suffix the node id of a test in an ``xdist_group`` with ``@GROUP``, as pytest-xdist does on each worker.
+
+    That suffix is how ``--dist loadgroup`` sends a group's tests to one worker. pytest 9.2 keeps node ids
+    structured, and pytest-xdist 3.8 still writes the suffix into the attribute older pytest read, so it is lost
+    and the groups silently spread over every worker (pytest-xdist issue #1386): the Ray tests ran on both
+    workers, two Ray clusters at a time, and each worker built the shared fixtures of a group again. Once xdist
+    writes the suffix again, this does nothing.
+    """
+    marks = item.iter_markers("xdist_group")
+    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in marks})
+    if not names:
+        return
+    suffix = "@" + "_".join(names)
+    if item.nodeid.endswith(suffix):
+        return
+    from _pytest.nodeid import NodeId
+
+    item._id = NodeId.parse(item.nodeid + suffix)  # type: ignore[attr-defined]
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     if REQUIRE_TEACHERS and not SHARED_TEACHERS.is_dir():
         pytest.exit(
