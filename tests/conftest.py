@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +86,44 @@ def teacher_run_dir(root: Path, algo: str, env: str) -> Path:
 def teacher_zip(root: Path, algo: str, env: str) -> Path:
     """The zoo model zip ``ROOT/ALGO/ENV-v3_1/ENV-v3.zip``."""
     return teacher_run_dir(root, algo, env) / f"{env}-v3.zip"
+
+
+def build_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
+    """The folder ``name``, made by ``build(folder)`` once per test run and shared by every xdist worker.
+
+    A module- or session-scoped fixture runs once per worker, so under ``-n auto`` an expensive one ran on each
+    core. When its tests can share a worker, an ``xdist_group`` is enough; a fixture that tests on several workers
+    need (a trained teacher, a bench run the Ray group uses too) is built here: the first worker to ask builds the
+    folder, under a file lock in the run's common temporary folder (``getbasetemp().parent`` under xdist); the
+    others wait for it and reuse it. Without xdist it is the session's own. A build that fails leaves nothing
+    behind, so the next worker to ask builds again (and fails the same way, in its own test). Treat the folder as
+    read-only: :func:`private_copy` gives a worker a copy to change.
+    """
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # one temporary folder per run, holding each worker's own
+    shared = root / "built-once"
+    shared.mkdir(exist_ok=True)
+    folder, done = shared / name, shared / f"{name}.done"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            try:
+                build(folder)
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            done.touch()
+    return folder
+
+
+def private_copy(tmp_path_factory: pytest.TempPathFactory, folder: Path) -> Path:
+    """A copy of ``folder`` (a :func:`build_once` folder) that this worker may change; times are kept."""
+    copy = tmp_path_factory.mktemp(folder.name) / folder.name
+    shutil.copytree(folder, copy)
+    return copy
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import build_once, private_copy
 from typer.testing import CliRunner
 
 from benchmarks.harness import RECORD_SCHEMA, load_records, run_suite
@@ -51,13 +52,15 @@ HAS_CC = _has_compiler()
 
 @pytest.fixture(scope="session")
 def tiny_teacher(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SAC teacher for InvertedPendulum-v5 trained by the project for 1,200 steps (seconds, not minutes)."""
+    """A SAC teacher for InvertedPendulum-v5 trained by the project for 1,200 steps (seconds, not minutes), trained
+    once for every worker (read-only)."""
     from envs.training import TrainConfig, train_teacher
 
-    out = tmp_path_factory.mktemp("teacher") / "ip"
-    train_teacher(TrainConfig("sac", "InvertedPendulum-v5", 1200, str(out), seed=0, eval_episodes=0, keep="last"),
-                  progress_bar=False)
-    return out
+    def train(out: Path) -> None:
+        train_teacher(TrainConfig("sac", "InvertedPendulum-v5", 1200, str(out), seed=0, eval_episodes=0, keep="last"),
+                      progress_bar=False)
+
+    return build_once(tmp_path_factory, "tiny-teacher", train)
 
 
 def write_suite(folder: Path, teacher: Path, *, seeds: str = "[0, 1]", extra: str = "") -> Path:
@@ -113,16 +116,24 @@ def records_by_id(results: Path) -> dict[str, dict[str, Any]]:
     return {r["id"]: r for r in load_records(results)}
 
 
+#: The tests of the tiny bench run and its report share a worker (``--dist loadgroup``), so the report is written
+#: once; the run itself is shared with the Ray test too (:func:`build_once`).
+ON_THE_BENCH_RUN = pytest.mark.xdist_group("bench-tiny")
+
+
 @pytest.fixture(scope="module")
 def bench_run(tiny_teacher: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """``interp-rl bench`` on the tiny suite (6 cells), through the command line."""
-    folder = tmp_path_factory.mktemp("bench")
-    suite = write_suite(folder, tiny_teacher)
-    results = folder / "results"
-    res = runner.invoke(app, ["bench", "--suite", str(suite), "--out", str(results), "--workers", "2"])
-    assert res.exit_code == 0, res.output
-    assert "6 cells: 6 run now, 0 already done, 0 failed" in " ".join(res.output.split())
-    return suite, results
+    """``interp-rl bench`` on the tiny suite (6 cells), through the command line: run once for every worker, each
+    worker getting its own copy (the report is written into it)."""
+    def bench(folder: Path) -> None:
+        folder.mkdir()
+        suite = write_suite(folder, tiny_teacher)
+        res = runner.invoke(app, ["bench", "--suite", str(suite), "--out", str(folder / "results"), "--workers", "2"])
+        assert res.exit_code == 0, res.output
+        assert "6 cells: 6 run now, 0 already done, 0 failed" in " ".join(res.output.split())
+
+    folder = private_copy(tmp_path_factory, build_once(tmp_path_factory, "bench-tiny", bench))
+    return folder / "tiny.toml", folder / "results"
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -329,6 +340,7 @@ def test_missing_teacher_is_named(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- running
+@ON_THE_BENCH_RUN
 def test_bench_writes_one_complete_record_per_cell(bench_run: tuple[Path, Path]) -> None:
     _, results = bench_run
     recs = records_by_id(results)
@@ -414,6 +426,7 @@ def test_fewer_experts_are_run_without_the_idle_ones(tiny_teacher: Path) -> None
     assert without_idle(routed, usage, teacher.env_fn, t_returns, 5) is None
 
 
+@ON_THE_BENCH_RUN
 def test_rerun_skips_finished_cells(bench_run: tuple[Path, Path]) -> None:
     suite, results = bench_run
     before = {p.name: p.stat().st_mtime_ns for p in (results / "records").iterdir()}
@@ -451,6 +464,7 @@ def test_a_cell_another_bench_is_running_is_left_to_it_and_never_written_twice(t
     assert res.exit_code == 0 and "2 cells: 1 run now, 1 already done, 0 failed." in " ".join(res.output.split())
 
 
+@ON_THE_BENCH_RUN
 def test_results_folder_of_another_suite_is_refused(bench_run: tuple[Path, Path], tmp_path: Path) -> None:
     _, results = bench_run
     res = runner.invoke(app, ["bench", "--suite", "quick", "--out", str(results)])
@@ -545,6 +559,7 @@ def test_workers_leave_when_the_runner_is_killed_outright(tiny_teacher: Path, tm
         time.sleep(0.2)
 
 
+@ON_THE_BENCH_RUN
 def test_a_results_folder_grows_but_keeps_its_meaning(bench_run: tuple[Path, Path], tmp_path: Path) -> None:
     suite, results = bench_run
     copy = tmp_path / "results"
@@ -578,6 +593,7 @@ def test_a_results_folder_grows_but_keeps_its_meaning(bench_run: tuple[Path, Pat
     assert res.exit_code == 1 and "with episodes = 10, not 12" in " ".join(res.output.split())
 
 
+@ON_THE_BENCH_RUN
 def test_a_method_can_fine_tune_another_methods_cells(bench_run: tuple[Path, Path], tmp_path: Path) -> None:
     from distill.dagger import SELECTION_SEED_OFFSET
     from envs.loading import load_teacher
@@ -610,6 +626,7 @@ def test_a_method_can_fine_tune_another_methods_cells(bench_run: tuple[Path, Pat
     assert sorted(records_by_id(fresh)) == ["IP-SAC__tree-2__seed0", "IP-SAC__tree-rl-2__seed0"]
 
 
+@ON_THE_BENCH_RUN
 def test_fine_tuning_starts_from_a_committed_cell_folder(bench_run: tuple[Path, Path], tmp_path: Path) -> None:
     """A results folder as committed (records, and only controller.json and rules.txt of a cell): the start's cost
     and distillation history come from its record; without its controller, a one-line error says what to do."""
@@ -653,6 +670,7 @@ def test_ray_executor_gives_the_same_records(bench_run: tuple[Path, Path], tmp_p
         assert strip_timing(rec) == strip_timing(local[key]), key
 
 
+@ON_THE_BENCH_RUN
 def test_unknown_executor_is_refused(bench_run: tuple[Path, Path]) -> None:
     suite, results = bench_run
     res = runner.invoke(app, ["bench", "--suite", str(suite), "--out", str(results), "--executor", "dask"])
@@ -668,6 +686,7 @@ def report(bench_run: tuple[Path, Path]) -> Path:
     return results
 
 
+@ON_THE_BENCH_RUN
 def test_report_tables_match_the_records(report: Path) -> None:
     md = (report / "report.md").read_text()
     recs = load_records(report)
@@ -762,6 +781,7 @@ def test_target_verdicts_at_and_just_past_each_limit_against_hand_written_answer
                     "minutes": (False, "30.0 min on 2 cores (limit 30)")}
 
 
+@ON_THE_BENCH_RUN
 def test_report_says_per_teacher_where_it_falls_short_and_what_was_tried(report: Path, tmp_path: Path) -> None:
     import shutil
 
@@ -802,6 +822,7 @@ def test_report_says_per_teacher_where_it_falls_short_and_what_was_tried(report:
     assert res.exit_code == 1 and "lacks result, command" in res.output
 
 
+@ON_THE_BENCH_RUN
 def test_report_shows_the_records_of_compared_suites_next_to_its_own(report: Path, tmp_path: Path) -> None:
     import shutil
 
@@ -834,6 +855,7 @@ def test_report_shows_the_records_of_compared_suites_next_to_its_own(report: Pat
     assert "absent" not in md.split("## Summary")[0]  # a compared folder that is not there is skipped
 
 
+@ON_THE_BENCH_RUN
 def test_records_carry_the_verdicts_of_the_suites_property_file(bench_run: tuple[Path, Path], report: Path) -> None:
     _, results = bench_run
     for rec in load_records(results):
@@ -856,6 +878,7 @@ def test_a_suite_with_a_bad_property_file_fails_at_load(tmp_path: Path) -> None:
         load_suite(path)
 
 
+@ON_THE_BENCH_RUN
 def test_report_is_reproducible(report: Path, tmp_path: Path) -> None:
     (tmp_path / "again" / "figures").mkdir(parents=True)
     (tmp_path / "again" / "figures" / "pareto-an-old-teacher.png").write_bytes(b"an earlier report's picture")
@@ -866,6 +889,7 @@ def test_report_is_reproducible(report: Path, tmp_path: Path) -> None:
         p.name for p in (report / "figures").iterdir())
 
 
+@ON_THE_BENCH_RUN
 def test_a_suite_chooses_its_reports_sections_and_a_new_analysis_is_one_registration(report: Path,
                                                                                      tmp_path: Path) -> None:
     """A study is a suite plus an analysis: registered by name, listed in the suite's [report] analyses."""
@@ -909,6 +933,7 @@ def test_report_of_an_empty_or_corrupt_folder_is_a_one_line_error(tmp_path: Path
     assert res.exit_code == 1 and "does not exist" in res.output
 
 
+@ON_THE_BENCH_RUN
 def test_html_report_is_self_contained(report: Path) -> None:
     page = (report / "report.html").read_text()
     assert page.count("<img ") >= 2
@@ -922,6 +947,7 @@ def _chromium() -> str | None:
 
 
 @pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed (.ci/run installs Debian's chromium)")
+@ON_THE_BENCH_RUN
 def test_html_report_renders_with_its_images_in_headless_chromium(report: Path, tmp_path: Path) -> None:
     page = (report / "report.html").read_text()
     probe = """<script>
