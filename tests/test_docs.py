@@ -13,6 +13,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+#: The tests of the built site share a worker (``--dist loadgroup``), so it is built once.
+ON_THE_SITE = pytest.mark.xdist_group("docs-site")
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
@@ -23,6 +27,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@ON_THE_SITE
 def test_every_command_has_its_help_in_the_reference(site: Path) -> None:
     from typer.testing import CliRunner
 
@@ -53,6 +58,7 @@ def _public_modules(package: str) -> list[str]:
 
 
 @pytest.mark.parametrize("package", ["interp_rl", "distill", "envs", "benchmarks"])
+@ON_THE_SITE
 def test_every_public_class_and_function_is_in_the_api_reference(site: Path, package: str) -> None:
     import inspect
 
@@ -68,6 +74,7 @@ def test_every_public_class_and_function_is_in_the_api_reference(site: Path, pac
     assert checked >= 5
 
 
+@ON_THE_SITE
 def test_the_benchmark_pages_are_the_committed_reports(site: Path) -> None:
     for suite in ("recipe", "smose", "sindy"):
         html = (site / "results" / suite / "report.html").read_text()
