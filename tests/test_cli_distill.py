@@ -33,6 +33,10 @@ def test_every_new_command_has_help(command):
     assert code == 0 and "Usage:" in stdout
 
 
+#: The tests of the distilled Swimmer tree share a worker (``--dist loadgroup``), so it is distilled once.
+ON_THE_SWIMMER_TREE = pytest.mark.xdist_group("swimmer-tree")
+
+
 @pytest.fixture(scope="module")
 def swimmer_tree(shared_teachers, tmp_path_factory, single_torch_thread):
     out = tmp_path_factory.mktemp("swimmer") / "tree"
@@ -44,6 +48,7 @@ def swimmer_tree(shared_teachers, tmp_path_factory, single_torch_thread):
     return out
 
 
+@ON_THE_SWIMMER_TREE
 def test_a_log_gets_plain_progress_lines_with_the_time(swimmer_tree):
     """Piped to a file or a CI log (no terminal), a distillation says each step on a line of its own."""
     import re
@@ -56,6 +61,7 @@ def test_a_log_gets_plain_progress_lines_with_the_time(swimmer_tree):
     assert steps[-1].startswith("Tuning leaves: update 2, return ")
 
 
+@ON_THE_SWIMMER_TREE
 def test_distill_writes_controller_pictures_exports_and_metrics(swimmer_tree):
     names = sorted(p.name for p in swimmer_tree.iterdir())
     assert names == ["config.json", "controller.c", "controller.json", "controller.py", "distillation.npz",
@@ -81,6 +87,7 @@ def test_distill_writes_controller_pictures_exports_and_metrics(swimmer_tree):
     assert "<svg" in (swimmer_tree / "tree.svg").read_text()
 
 
+@ON_THE_SWIMMER_TREE
 def test_saved_controller_and_exports_act_identically(swimmer_tree, tmp_path):
     ctrl = load_controller(swimmer_tree)
     assert ctrl.task == "Swimmer-v5" and ctrl.feature_names[0] == "torso_yaw"
@@ -100,6 +107,7 @@ def test_saved_controller_and_exports_act_identically(swimmer_tree, tmp_path):
     assert again.returns == metrics["student_returns"]
 
 
+@ON_THE_SWIMMER_TREE
 def test_viz_draws_the_path_of_a_state_and_leaf_visits(swimmer_tree, tmp_path):
     obs = ",".join(["0.1"] * 8)
     png = tmp_path / "tree.png"
@@ -111,12 +119,14 @@ def test_viz_draws_the_path_of_a_state_and_leaf_visits(swimmer_tree, tmp_path):
     assert "Episode seed 0: 1000 steps" in stdout and "leaves visited" in stdout
 
 
+@ON_THE_SWIMMER_TREE
 def test_viz_rejects_an_observation_of_the_wrong_size(swimmer_tree):
     code, _, stderr = _run("viz", swimmer_tree, "--obs", "0.1,0.2")
     assert code == 1
     assert stderr.strip() == "Error: obs has 2 features, but the tree controller expects 8 (Swimmer-v5)."
 
 
+@ON_THE_SWIMMER_TREE
 def test_export_writes_the_formats_asked_for(swimmer_tree, tmp_path):
     code, _, stderr = _run("export", swimmer_tree / "controller.json", "--format", "c", "--out", tmp_path)
     assert code == 0, stderr
@@ -133,6 +143,7 @@ def test_export_refuses_a_corrupt_controller(tmp_path):
     assert code == 1 and stderr.startswith(f"Error: '{bad}' is corrupt (not valid JSON:")
 
 
+@ON_THE_SWIMMER_TREE
 def test_rerun_into_a_finished_folder_is_refused(swimmer_tree, shared_teachers):
     code, _, stderr = _run("distill", "tree", "--teacher", teacher_zip(shared_teachers, "sac", "Swimmer"),
                            "--out", swimmer_tree, *TINY)
@@ -281,6 +292,7 @@ def test_unreadable_config_files_get_one_line(shared_teachers, tmp_path, name, t
     assert len(stderr.strip().splitlines()) == 1
 
 
+@ON_THE_SWIMMER_TREE
 def test_explain_a_controller_and_a_teacher(swimmer_tree, shared_teachers, tmp_path):
     """`interp-rl explain` on a controller folder (exact rule) and on a teacher zip (sampling): pictures in named
     features and the values as JSON, efficiency holding."""
