@@ -59,6 +59,10 @@ def _zero_controller(teacher) -> Controller:
     return Controller(prog, features=f, actions=a, task=teacher.task)
 
 
+#: The tests of the Hopper diagnosis share a worker (``--dist loadgroup``), so it is run once.
+ON_THE_HOPPER_DIAGNOSIS = pytest.mark.xdist_group("hopper-diagnosis")
+
+
 @pytest.fixture(scope="module")
 def hopper_diagnosis(teachers, single_torch_thread):
     teacher = teachers["ppo_hopper"]
@@ -67,6 +71,7 @@ def hopper_diagnosis(teachers, single_torch_thread):
                                    frames=False)
 
 
+@ON_THE_HOPPER_DIAGNOSIS
 def test_the_point_of_no_return_is_where_a_takeover_stops_recovering(hopper_diagnosis):
     teacher, ctrl, d = hopper_diagnosis
     assert d.n_failed == 3 and d.rate == 1.0
@@ -88,6 +93,7 @@ def test_the_point_of_no_return_is_where_a_takeover_stops_recovering(hopper_diag
         assert recorded[fe.no_return - 1].recovered if fe.no_return > 1 else True
 
 
+@ON_THE_HOPPER_DIAGNOSIS
 def test_critical_states_name_the_piece_and_compare_attributions(hopper_diagnosis):
     teacher, ctrl, d = hopper_diagnosis
     for fe in d.failed:
@@ -114,6 +120,7 @@ def test_an_action_judged_against_itself_costs_nothing(teachers, single_torch_th
     assert how.startswith("look-ahead") and np.array_equal(gaps, np.zeros(3))
 
 
+@ON_THE_HOPPER_DIAGNOSIS
 def test_the_page_and_json_are_written(hopper_diagnosis, tmp_path):
     _, _, d = hopper_diagnosis
     paths = write_diagnosis(d, tmp_path / "diag", command="interp-rl diagnose ...")
