@@ -3,6 +3,8 @@ capabilities instead of being probed for them; every student estimator passes sc
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -14,7 +16,7 @@ from distill.sindy import SINDyPolicy
 from distill.tree import TreePolicy
 from interp_rl.kinds.forest import ForestProgram
 from interp_rl.kinds.tree import TreeProgram
-from interp_rl.program import CAPABILITIES, PROGRAMS
+from interp_rl.program import CAPABILITIES, PROGRAMS, ProgramBase
 from interp_rl.testing import check_program
 
 RNG = np.random.default_rng(0)
@@ -40,13 +42,25 @@ EXAMPLES = {
 }
 
 
+@functools.cache
+def _example(name: str) -> ProgramBase:
+    """``EXAMPLES[name]()``, fitted once: the tests share it (a program is a value; no check changes it)."""
+    return EXAMPLES[name]()
+
+
+#: The tests of the examples share a worker (``--dist loadgroup``), so each example is fitted once.
+ON_THE_EXAMPLES = pytest.mark.xdist_group("program-examples")
+
+
+@ON_THE_EXAMPLES
 def test_every_registered_kind_has_an_example_here() -> None:
-    assert set(PROGRAMS) <= {EXAMPLES[name]().kind for name in EXAMPLES}
+    assert set(PROGRAMS) <= {_example(name).kind for name in EXAMPLES}
 
 
 @pytest.mark.parametrize("name", list(EXAMPLES))
+@ON_THE_EXAMPLES
 def test_every_kind_keeps_the_contract(name: str) -> None:
-    program = EXAMPLES[name]()
+    program = _example(name)
     shown = check_program(program, X)
     declared = {c for c in CAPABILITIES if type(program).kind_can(c)}
     assert set(shown) <= declared
@@ -55,25 +69,27 @@ def test_every_kind_keeps_the_contract(name: str) -> None:
         assert program.cannot("drop_pieces").startswith("A mixture routed by one decision tree")
 
 
+@ON_THE_EXAMPLES
 def test_capabilities_are_declared_not_probed() -> None:
     """Asked, a kind answers from what it implements; an unknown capability is a one-line error."""
     from interp_rl.kinds.linear import LinearProgram
 
     assert LinearProgram.kind_can("from_scratch") and not TreeProgram.kind_can("from_scratch")
     assert TreeProgram.kind_can("regions") and not ForestProgram.kind_can("regions")
-    tree = EXAMPLES["tree"]()
+    tree = _example("tree")
     assert tree.can("affine") and tree.cannot("from_scratch") == (
         "A tree program has structure to learn first; start from a saved one.")
     with pytest.raises(ValueError, match="Unknown capability 'fly'; one of affine, regions, from_scratch"):
         TreeProgram.kind_can("fly")
 
 
+@ON_THE_EXAMPLES
 def test_a_bug_inside_a_hook_is_no_longer_read_as_not_supported(monkeypatch: pytest.MonkeyPatch) -> None:
     """Callers ask can() first, so a TypeError raised by a bug inside regions() reaches the user."""
     from interp_rl.program import Controller
     from interp_rl.verify import verify
 
-    tree = EXAMPLES["tree"]()
+    tree = _example("tree")
 
     def broken(self):  # noqa: ANN001, ANN202
         raise TypeError("a bug")
