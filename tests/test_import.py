@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import build_once
 from typer.testing import CliRunner
 
 from envs.importing import Float64Agent, check_import, controller_from_teacher, import_agent, linear_program_of
@@ -39,10 +40,13 @@ AGENTS = {  # name: hyperparameter overrides of the ARS defaults (envs/hyperpara
 
 @pytest.fixture(scope="module")
 def agents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("ars")
-    for name, hp in AGENTS.items():
-        train_teacher(TrainConfig(algo="ars", task="Pendulum-v1", steps=3200, out=str(root / name), seed=0,
-                                  eval_episodes=0, hyperparams=hp), progress_bar=False)
+    """The ARS agents, trained once for every worker (read-only)."""
+    def train(root: Path) -> None:
+        for name, hp in AGENTS.items():
+            train_teacher(TrainConfig(algo="ars", task="Pendulum-v1", steps=3200, out=str(root / name), seed=0,
+                                      eval_episodes=0, hyperparams=hp), progress_bar=False)
+
+    root = build_once(tmp_path_factory, "ars-agents", train)
     return {name: root / name for name in AGENTS}
 
 

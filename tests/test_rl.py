@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import build_once
 
 import envs
 from distill import CriticTuner, DAgger, LinearPolicy, MixturePolicy, SINDyPolicy
@@ -25,16 +26,19 @@ SMALL = {"n_steps": 600, "critic_warmup": 200, "eval_every": 200, "eval_episodes
 
 @pytest.fixture(scope="module")
 def pendulum_sac(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real SB3 SAC on Pendulum-v1 (torque in [-2, 2]) after a few hundred steps of training."""
+    """A real SB3 SAC on Pendulum-v1 (torque in [-2, 2]) after a few hundred steps of training, trained once for
+    every worker (read-only)."""
     from stable_baselines3 import SAC
 
-    env = envs.make_env("Pendulum-v1", 0)
-    model = SAC("MlpPolicy", env, buffer_size=2000, learning_starts=100, seed=0, device="cpu")
-    model.learn(300)
-    path = tmp_path_factory.mktemp("sac") / "sac.zip"
-    model.save(str(path))
-    env.close()
-    return path
+    def train(folder: Path) -> None:
+        folder.mkdir()
+        env = envs.make_env("Pendulum-v1", 0)
+        model = SAC("MlpPolicy", env, buffer_size=2000, learning_starts=100, seed=0, device="cpu")
+        model.learn(300)
+        model.save(str(folder / "sac.zip"))
+        env.close()
+
+    return build_once(tmp_path_factory, "pendulum-sac", train) / "sac.zip"
 
 
 def _student(teacher, cls=LinearPolicy, **params):
