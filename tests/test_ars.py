@@ -130,10 +130,16 @@ def test_bad_arguments_are_one_line_errors(env_fn) -> None:  # noqa: ANN001
         _ars().fit("tree", env_fn, iterations=1)
 
 
+@pytest.fixture(scope="module")
+def tree_on_the_pool(env_fn) -> ARS:  # noqa: ANN001
+    """Two iterations of the tree's search in a process pool of two: what each Ray run must give."""
+    return _ars(n_workers=2).fit(_tree(), env_fn, iterations=2)
+
+
 @pytest.mark.xdist_group("ray")  # one Ray cluster at a time on the machine: the tests of a group share a worker
-def test_ray_tasks_give_the_same_controller_as_the_process_pool(env_fn) -> None:  # noqa: ANN001
+def test_ray_tasks_give_the_same_controller_as_the_process_pool(env_fn, tree_on_the_pool: ARS) -> None:  # noqa: ANN001
     ray = pytest.importorskip("ray")
-    pool = _ars(n_workers=2).fit(_tree(), env_fn, iterations=2)
+    pool = tree_on_the_pool
     try:
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
         on_ray = _ars(n_workers=2, executor="ray").fit(_tree(), env_fn, iterations=2)
@@ -143,11 +149,12 @@ def test_ray_tasks_give_the_same_controller_as_the_process_pool(env_fn) -> None:
 
 
 @pytest.mark.xdist_group("ray")  # one Ray cluster at a time on the machine: the tests of a group share a worker
-def test_ray_tasks_on_a_two_node_cluster_give_the_process_pools_controller(env_fn) -> None:  # noqa: ANN001
+def test_ray_tasks_on_a_two_node_cluster_give_the_process_pools_controller(env_fn,  # noqa: ANN001
+                                                                           tree_on_the_pool: ARS) -> None:
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
-    pool = _ars(n_workers=2).fit(_tree(), env_fn, iterations=2)
+    pool = tree_on_the_pool
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     try:
         cluster.add_node(num_cpus=1)  # a second node (its own raylet) on this machine
