@@ -177,6 +177,40 @@ def test_predict_batch_and_single(teachers, key: str) -> None:
     np.testing.assert_array_equal(t.act(obs), batch)
 
 
+@pytest.mark.parametrize("key", KEYS)
+def test_predict_gives_sb3s_own_actions_bit_for_bit(teachers, key: str) -> None:
+    """The teacher skips SB3's per-call switch to evaluation mode, never its numbers: every action equals
+    ``model.predict(obs, deterministic=True)``'s, clipped, to the last bit, in batches and one at a time."""
+    from envs.sb3 import _plain_predict
+
+    t = teachers[key]
+    assert _plain_predict(t.model), "the shared teachers take the fast path, so this test checks it"
+    obs = np.random.default_rng(0).normal(size=(33, t.obs_dim)) * 3
+    t.model.policy.set_training_mode(True)  # a caller left it training: the teacher still acts as SB3 would
+    for batch in (obs, obs[:1]):
+        arr, _ = t._prepare(batch)
+        ref = np.asarray(t.model.predict(arr, deterministic=True)[0], dtype=np.float64).reshape(len(arr), -1)
+        np.testing.assert_array_equal(t.predict(batch), np.clip(ref, t.action_low, t.action_high))
+    assert not t.model.policy.training
+
+
+def test_a_policy_with_its_own_predict_goes_through_it(pendulum_agents: dict[str, Path], monkeypatch) -> None:
+    """A policy whose ``predict`` is not SB3's own (a recurrent one, a user's) is asked through ``model.predict``."""
+    from envs.loading import load_teacher
+
+    t = load_teacher(pendulum_agents["sac"], env="Pendulum-v1")
+    calls = []
+    original = type(t.model).predict
+
+    def counted(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(t.model), "predict", counted)
+    t.predict(np.zeros((2, t.obs_dim)))
+    assert calls == [1]
+
+
 @pytest.mark.parametrize("key", SAC_KEYS)
 def test_sac_q_values(teachers, key: str) -> None:
     t = teachers[key]
