@@ -207,3 +207,26 @@ def test_model_tree_splits_find_a_kink_that_constant_splits_miss():
 def test_split_on_needs_linear_leaves():
     with pytest.raises(InvalidParameterError, match=r"The 'split_on' parameter of TreePolicy must be 'auto' or 'constant' with constant leaves \(it chooses splits for linear leaves\). Got 'linear' instead."):
         CART(split_on="linear").fit(np.zeros((4, 2)), np.zeros((4, 1)))
+
+
+def test_predict_on_a_rollouts_array_skips_the_checks_not_their_errors() -> None:
+    """A float64 array of the right width (what a rollout passes at every step) is predicted without scikit-learn's
+    checks, to the same numbers as any other input; a NaN, a wrong width or an unfitted student still fail there."""
+    from sklearn.exceptions import NotFittedError
+
+    from distill.tree import TreePolicy
+
+    X = np.random.default_rng(0).normal(size=(300, 3)).astype(np.float32).astype(np.float64)  # float32 exact
+    tree = TreePolicy(max_leaves=4).fit(X, np.c_[X[:, 0] > 0, X[:, 1]])
+    fast = tree.predict(X[:5])
+    np.testing.assert_array_equal(fast, tree.predict(X[:5].tolist()))  # a list goes through the checks
+    np.testing.assert_array_equal(fast, tree.predict(X[:5].astype(np.float32)))  # float32: checked, then float64
+    np.testing.assert_array_equal(fast, tree.tree_.predict(X[:5]))
+    bad = X[:2].copy()
+    bad[1, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        tree.predict(bad)
+    with pytest.raises(ValueError, match="3 features"):
+        tree.predict(X[:2, :2])
+    with pytest.raises(NotFittedError):
+        TreePolicy().predict(X[:2])
