@@ -42,7 +42,7 @@ from interp_rl.io import atomic_write
 from interp_rl.seeds import FAILURE_SEED_OFFSET
 
 __all__ = ["IDLE_SHARE", "MEASUREMENTS", "CellRun", "Measurement", "piece_usage", "register_measurement",
-           "unregister_measurement", "without_idle"]
+           "teacher_runs", "unregister_measurement", "without_idle"]
 
 #: A piece (expert, leaf) acting on fewer than this share of the controller's states is idle.
 IDLE_SHARE = 0.02
@@ -88,8 +88,11 @@ class CellRun:
         (:func:`interp_rl.compare.compare`)."""
         from interp_rl.compare import compare
 
+        steps = int(self.suite["fidelity_steps"])
+        result, states = teacher_runs(self.work.parents[1], self.provenance, self.teacher, episodes=self.episodes,
+                                      seed=self.seed, fidelity_steps=steps)
         return compare(self.controller, self.teacher, self.teacher.env_fn, episodes=self.episodes, seed=self.seed,
-                       fidelity_steps=int(self.suite["fidelity_steps"]))
+                       fidelity_steps=steps, teacher_result=result, teacher_states=states)
 
     @functools.cached_property
     def failure_rate(self) -> tuple[FailureRate | None, np.ndarray | None]:
@@ -169,6 +172,52 @@ def register_measurement(name: str) -> Callable[[Callable[[CellRun], Any]], Call
 def unregister_measurement(name: str) -> None:
     """Remove the measurement ``name`` (one registered for a while, as a test does); unknown names are ignored."""
     MEASUREMENTS.pop(name, None)
+
+
+#: Where a results folder keeps its teachers' own runs (:func:`teacher_runs`), one file per teacher, seed and suite
+#: setting: the cells of one teacher and seed share them.
+TEACHER_RUNS = ".teacher-runs"
+
+
+def teacher_runs(results: Path, provenance: dict[str, Any], teacher: Any, *, episodes: int, seed: int,
+                 fidelity_steps: int) -> tuple[Any, Any]:
+    """The teacher's evaluation episodes (:func:`interp_rl.rollouts.evaluate`) and the states it visits with its
+    actions (:func:`interp_rl.rollouts.collect`), as every cell of this teacher and seed compares its controller
+    with them: run by the first cell that needs them, under a lock, and kept in ``RESULTS/.teacher-runs`` (NumPy
+    arrays, no pickles) for the others, which read the same numbers instead of playing the same episodes again."""
+    import hashlib
+    import json
+
+    from filelock import FileLock
+
+    from interp_rl.rollouts import EvalResult, Rollout, collect, evaluate
+
+    key = {"teacher": provenance, "episodes": episodes, "seed": seed, "fidelity_steps": fidelity_steps}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    folder = Path(results) / TEACHER_RUNS
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{provenance.get('name', 'teacher')}__seed{seed}__{digest}.npz"
+    with FileLock(str(path.with_suffix(".lock"))):
+        if not path.is_file():
+            ev = evaluate(teacher, teacher.env_fn, episodes, seed)
+            on = collect(teacher, teacher.env_fn, fidelity_steps, seed)
+            arrays = {"returns": np.asarray(ev.returns, dtype=np.float64),
+                      "lengths": np.asarray(ev.lengths, dtype=np.int64),
+                      "seeds": np.asarray(ev.seeds, dtype=np.int64), "observations": on.observations,
+                      "actions": on.actions, "rewards": on.rewards, "episode_starts": on.episode_starts,
+                      "episode_index": on.episodes}
+
+            def _w(tmp: str) -> None:
+                with open(tmp, "wb") as fh:
+                    np.savez(fh, **arrays)
+
+            atomic_write(path, _w)
+        with np.load(path, allow_pickle=False) as z:
+            result = EvalResult(returns=z["returns"].tolist(), lengths=z["lengths"].tolist(),
+                                seeds=z["seeds"].tolist())
+            states = Rollout(observations=z["observations"], actions=z["actions"], rewards=z["rewards"],
+                             episode_starts=z["episode_starts"], episodes=z["episode_index"])
+    return result, states
 
 
 def _save_npy(path: Path, array: np.ndarray) -> None:

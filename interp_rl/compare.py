@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from interp_rl.policy import Policy
-from interp_rl.rollouts import EvalResult, collect, evaluate
+from interp_rl.rollouts import EvalResult, Rollout, collect, evaluate
 
 __all__ = ["FIDELITY_NOTE", "compare", "fidelity", "half_of_teacher", "percent_of_teacher"]
 
@@ -63,11 +63,14 @@ def fidelity(student: Policy, observations: np.ndarray, teacher_actions: np.ndar
 
 
 def compare(student: Policy, teacher: Policy, env_fn: Callable[[int], Any], *, episodes: int, seed: int,
-            fidelity_steps: int, teacher_result: EvalResult | None = None) -> dict[str, Any]:
+            fidelity_steps: int, teacher_result: EvalResult | None = None,
+            teacher_states: Rollout | None = None) -> dict[str, Any]:
     """Return of teacher and student on the same episodes (seeds ``seed ...``), and action fidelity.
 
     Fidelity is measured on ``fidelity_steps`` states visited by the teacher and as many visited
-    by the student, each labelled with the teacher's action.
+    by the student, each labelled with the teacher's action. ``teacher_result`` and ``teacher_states`` are the
+    teacher's own episodes and visited states, when already run (as :func:`evaluate` and :func:`collect` give them
+    for the same ``episodes``, ``seed`` and ``fidelity_steps``): a benchmark runs them once per teacher and seed.
 
     Returns
     -------
@@ -79,7 +82,7 @@ def compare(student: Policy, teacher: Policy, env_fn: Callable[[int], Any], *, e
     """
     t_res = teacher_result or evaluate(teacher, env_fn, episodes, seed)
     s_res = evaluate(student, env_fn, episodes, seed)
-    on_teacher = collect(teacher, env_fn, fidelity_steps, seed)
+    on_teacher = teacher_states if teacher_states is not None else collect(teacher, env_fn, fidelity_steps, seed)
     on_student = collect(student, env_fn, fidelity_steps, seed, labeller=teacher)
     t_mean = t_res.mean_return
     worst = float(min(s_res.returns))

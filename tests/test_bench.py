@@ -398,6 +398,28 @@ def test_bench_writes_one_complete_record_per_cell(bench_run: tuple[Path, Path])
     assert not list(results.rglob("*.tmp*"))
 
 
+@ON_THE_BENCH_RUN
+def test_the_cells_of_a_teacher_and_seed_share_its_runs(bench_run: tuple[Path, Path]) -> None:
+    """The teacher's evaluation episodes and visited states are run once per seed, not once per cell: one file
+    each (NumPy arrays, no pickles) holding the returns every cell of that seed recorded, the same numbers a fresh
+    evaluation gives."""
+    from benchmarks.measurements import TEACHER_RUNS
+    from envs.loading import load_teacher
+    from interp_rl.rollouts import evaluate
+
+    _, results = bench_run
+    runs = sorted((results / TEACHER_RUNS).glob("*.npz"))
+    assert [p.name.split("__")[:2] for p in runs] == [["IP-SAC", "seed0"], ["IP-SAC", "seed1"]]
+    recs = records_by_id(results).values()
+    teacher = load_teacher(json.loads((results / "suite.json").read_text())["teachers"][0]["path"])
+    for path, seed in zip(runs, (0, 1), strict=True):
+        with np.load(path, allow_pickle=False) as z:
+            assert len(z["observations"]) == 300 and z["actions"].shape == (300, 1)  # fidelity_steps
+            returns = z["returns"].tolist()
+        assert {tuple(r["teacher"]["returns"]) for r in recs if r["cell"]["seed"] == seed} == {tuple(returns)}
+        assert evaluate(teacher, teacher.env_fn, 10, seed).returns == returns
+
+
 def test_fewer_experts_are_run_without_the_idle_ones(tiny_teacher: Path) -> None:
     """A mixture whose second expert never acts: without it, the same episodes to the last digit; a routing tree
     has no next choice, so it is not run."""
