@@ -31,7 +31,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Each test of an ``xdist_group`` named as ``--dist loadgroup`` expects."""
+    """The ``slow`` tests first (else in their order): under ``-n auto`` a test of minutes begun last keeps one core
+    busy after the other has finished everything else. (``--dist loadgroup`` hands out the xdist groups before
+    single tests, the largest group first.) And each test of an ``xdist_group`` named as that option expects."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
         for item in items:
             _name_its_xdist_group(item)
