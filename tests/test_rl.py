@@ -20,6 +20,16 @@ from interp_rl.program import load_controller
 
 pytestmark = pytest.mark.usefixtures("single_torch_thread")
 CLI = [sys.executable, "-m", "interp_rl.cli"]
+
+
+def _in_process(args: list[str]) -> Any:
+    """The command line run in this process (typer's runner; stderr kept apart): for a run refused at its options,
+    whose only work would be a new interpreter's imports."""
+    from typer.testing import CliRunner
+
+    from interp_rl.cli import app
+
+    return CliRunner().invoke(app, args)
 SMALL = {"n_steps": 600, "critic_warmup": 200, "eval_every": 200, "eval_episodes": 2, "batch_size": 64,
          "n_envs": 2}
 
@@ -374,9 +384,8 @@ def test_mixture_actor_adds_noisy_gating_and_load_balancing_only_while_learning(
     (["--algo", "ppo", "--experts", "4"], "Error: --experts sets the experts of --policy moe; add --policy moe."),
 ])
 def test_train_policy_moe_bad_input_is_one_line(tmp_path: Path, args: list[str], line: str) -> None:
-    run = subprocess.run([*CLI, "train", *args, "--env", "Pendulum-v1", "--steps", "100", "--out", str(tmp_path / "x")],
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 1 and run.stderr.strip().startswith(line) and len(run.stderr.strip().splitlines()) == 1
+    run = _in_process(["train", *args, "--env", "Pendulum-v1", "--steps", "100", "--out", str(tmp_path / "x")])
+    assert run.exit_code == 1 and run.stderr.strip().startswith(line) and len(run.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "x").exists()
 
 
@@ -406,10 +415,9 @@ def test_distill_start_fine_tunes_a_saved_controller_from_the_cli(pendulum_sac: 
                                  "fine-tunes linear programs."),
                            (other, f"The start controller in {str(other)!r} is for InvertedPendulum-v5, not the "
                                    "teacher's task Pendulum-v1.")):
-        run = subprocess.run([*CLI, "distill", "linear", "--teacher", str(pendulum_sac), "--env", "Pendulum-v1",
-                              "--start", str(start), "--rl-steps", "100", "--out", str(tmp_path / "x")],
-                             capture_output=True, text=True, timeout=600)
-        assert run.returncode == 1 and run.stderr.strip() == f"Error: {message}"
+        run = _in_process(["distill", "linear", "--teacher", str(pendulum_sac), "--env", "Pendulum-v1",
+                           "--start", str(start), "--rl-steps", "100", "--out", str(tmp_path / "x")])
+        assert run.exit_code == 1 and run.stderr.strip() == f"Error: {message}"
     with pytest.raises(InvalidParameterError, match="The 'program' parameter of LinearPolicy.from_program must be "
                                                     "a linear program. Got 'mixture' instead."):
         LinearPolicy.from_program(load_controller(moe).program)
@@ -498,8 +506,10 @@ def test_distill_moe_by_rl_from_scratch_trains_the_mixture_instead_of_distilling
                                                     "linear policy); this method's student is a mixture, whose "
                                                     "structure must be learnt first (distil it, then fine-tune with "
                                                     "rl_search='ars').")):
-        run = distill(tmp_path / "bad", *extra)
-        assert run.returncode == 1 and run.stderr.strip() == line, run.stderr
+        run = _in_process(["distill", "moe", "--teacher", str(pendulum_sac), "--env", "Pendulum-v1", "--experts", "2",
+                           "--scratch-steps", "300", "--eval-episodes", "2", "--seed", "3", "--rl-steps", "0", *extra,
+                           "--out", str(tmp_path / "bad")])  # refused before any work: no process of its own
+        assert run.exit_code == 1 and run.stderr.strip() == line, run.stderr
 
 
 def test_rl_from_scratch_asks_the_teacher_to_train_and_names_one_that_cannot(tmp_path: Path) -> None:

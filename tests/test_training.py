@@ -63,15 +63,21 @@ def test_killed_run_resumes_from_its_checkpoint(tmp_path: Path) -> None:
             with np.load(p, allow_pickle=False) as z:
                 [z[k] for k in z.files]  # every array reads back without unpickling
 
-    again = subprocess.run(_train_cmd(out, 1200, 400), capture_output=True, text=True)
-    assert again.returncode == 1
+    # the refusal and the resume in this process (typer's runner): neither is about processes, each new interpreter
+    # only imported the toolkit again
+    from typer.testing import CliRunner
+
+    from interp_rl.cli import app
+
+    again = CliRunner().invoke(app, _train_cmd(out, 1200, 400)[len(CLI):])
+    assert again.exit_code == 1
     assert again.stderr.strip().splitlines()[-1] == (
         f"Error: The output folder '{out}' already holds a training run; pass --resume to "
         "continue it, or choose another --out."
     )
 
-    resumed = subprocess.run(_train_cmd(out, 1200, 400, "--resume"), capture_output=True, text=True)
-    assert resumed.returncode == 0, resumed.stderr
+    resumed = CliRunner().invoke(app, _train_cmd(out, 1200, 400, "--resume")[len(CLI):])
+    assert resumed.exit_code == 0, resumed.stderr
     meta = json.loads((out / "teacher.json").read_text())
     assert meta["steps"] == 1200
     steps = [h["step"] for h in meta["history"]]
