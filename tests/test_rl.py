@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +17,6 @@ from interp_rl.errors import InterpRLError, InvalidParameterError
 from interp_rl.program import load_controller
 
 pytestmark = pytest.mark.usefixtures("single_torch_thread")
-CLI = [sys.executable, "-m", "interp_rl.cli"]
-
-
 def _in_process(args: list[str]) -> Any:
     """The command line run in this process (typer's runner; stderr kept apart): for a run refused at its options,
     whose only work would be a new interpreter's imports."""
@@ -258,19 +253,17 @@ def test_bad_settings_are_one_line(pendulum_sac: Path, params: dict, message: st
 def test_distill_with_rl_fine_tuning_from_the_cli(pendulum_sac: Path, pendulum_ars: Path, tmp_path: Path) -> None:
     out = tmp_path / "lin"
     tiny = ["--iterations", "0", "--steps", "400", "--select-episodes", "1", "--eval-episodes", "2"]
-    run = subprocess.run([*CLI, "distill", "linear", "--teacher", str(pendulum_sac), "--env", "Pendulum-v1",
-                          "--rl-steps", "400", "--rl-warmup", "100", *tiny, "--out", str(out)],
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr
+    run = _in_process(["distill", "linear", "--teacher", str(pendulum_sac), "--env", "Pendulum-v1",
+                          "--rl-steps", "400", "--rl-warmup", "100", *tiny, "--out", str(out)])
+    assert run.exit_code == 0, run.stderr
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["rl"]["critic"] == "teacher" and metrics["rl"]["history"][-1]["step"] == 400
     kept = max(metrics["rl"]["history"], key=lambda h: h["score"])
     assert metrics["rl"]["best_return"] == kept["return_mean"]
     assert load_controller(out).kind == "linear"
-    run = subprocess.run([*CLI, "distill", "linear", "--teacher", str(pendulum_ars), "--env", "Pendulum-v1",
-                          "--rl-steps", "100", "--rl-critic", "teacher", *tiny, "--out", str(tmp_path / "ars")],
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 1
+    run = _in_process(["distill", "linear", "--teacher", str(pendulum_ars), "--env", "Pendulum-v1",
+                          "--rl-steps", "100", "--rl-critic", "teacher", *tiny, "--out", str(tmp_path / "ars")])
+    assert run.exit_code == 1
     assert run.stderr.strip() == "Error: " + NO_CRITIC.format(name="'--rl-critic' option of interp-rl distill linear")
 
 
@@ -282,10 +275,10 @@ def test_train_with_a_mixture_actor_writes_the_controller_it_trained(tmp_path: P
                                                                      squash: str) -> None:
     """SMOSE from scratch: the trained SB3 actor and the written controller act alike on raw observations."""
     out = tmp_path / "moe"
-    run = subprocess.run([*CLI, "train", "--algo", algo, "--env", "Pendulum-v1", "--steps", "1024", "--policy", "moe",
+    run = _in_process(["train", "--algo", algo, "--env", "Pendulum-v1", "--steps", "1024", "--policy", "moe",
                           "--experts", "3", *(a for h in hp for a in ("--hp", h)), "--eval-episodes", "1",
-                          "--no-progress", "--out", str(out)], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr
+                          "--no-progress", "--out", str(out)])
+    assert run.exit_code == 0, run.stderr
     assert "The mixture actor is a transparent controller too" in run.stdout
     teacher, ctrl = load_teacher(out), load_controller(out / "controller.json")
     assert ctrl.kind == "mixture" and ctrl.program.n_experts == 3 and ctrl.feature_names[0] == "cos_theta"
@@ -397,10 +390,10 @@ def test_distill_start_fine_tunes_a_saved_controller_from_the_cli(pendulum_sac: 
     saved = tmp_path / "saved"
     _student(teacher, max_terms=2).to_controller(task="Pendulum-v1").save(saved)
     out = tmp_path / "tuned"
-    run = subprocess.run([*CLI, "distill", "linear", "--teacher", str(pendulum_sac), "--env", "Pendulum-v1",
+    run = _in_process(["distill", "linear", "--teacher", str(pendulum_sac), "--env", "Pendulum-v1",
                           "--start", str(saved), "--rl-steps", "400", "--rl-warmup", "100", "--eval-episodes", "2",
-                          "--out", str(out)], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr
+                          "--out", str(out)])
+    assert run.exit_code == 0, run.stderr
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["start"]["controller"] == str(saved) and metrics["dagger_history"] is None  # nothing distilled
     held_out = evaluate(load_controller(saved), teacher.env_fn, 10, seed=SELECTION_SEED_OFFSET).returns
@@ -474,14 +467,14 @@ def test_a_mujoco_episode_in_flight_continues_exactly_from_its_saved_state() -> 
 def test_distill_moe_by_rl_from_scratch_trains_the_mixture_instead_of_distilling(pendulum_sac: Path,
                                                                                  tmp_path: Path) -> None:
     """``--scratch-steps``: SMOSE proper as a method's first stage, the teacher only the yardstick."""
-    def distill(out: Path, *extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run([*CLI, "distill", "moe", "--teacher", str(pendulum_sac), "--env", "Pendulum-v1",
+    def distill(out: Path, *extra: str) -> Any:
+        return _in_process(["distill", "moe", "--teacher", str(pendulum_sac), "--env", "Pendulum-v1",
                                "--experts", "2", "--scratch-steps", "300", "--eval-episodes", "2", "--seed", "3",
                                "--rl-steps", "0",
-                               *extra, "--out", str(out)], capture_output=True, text=True, timeout=600)
+                               *extra, "--out", str(out)])
 
     run = distill(tmp_path / "a")
-    assert run.returncode == 0, run.stderr
+    assert run.exit_code == 0, run.stderr
     metrics = json.loads((tmp_path / "a" / "metrics.json").read_text())
     assert "dagger_history" not in metrics  # nothing distilled
     assert metrics["scratch"]["algo"] == "sac" and metrics["scratch"]["steps"] == 300
@@ -491,7 +484,7 @@ def test_distill_moe_by_rl_from_scratch_trains_the_mixture_instead_of_distilling
     assert ctrl.kind == "mixture" and ctrl.program.n_experts == 2 and ctrl.program.squash == "tanh"  # SAC's actor
     assert not (tmp_path / "a" / "checkpoint").exists()
     # same seed, same controller; the evaluation saw it act
-    assert distill(tmp_path / "b").returncode == 0
+    assert distill(tmp_path / "b").exit_code == 0
     assert load_controller(tmp_path / "b").program.to_dict() == ctrl.program.to_dict()
     assert metrics["student_return"] == json.loads((tmp_path / "b" / "metrics.json").read_text())["student_return"]
     # what it cannot do, in one line each
@@ -593,8 +586,8 @@ def test_budgets_name_recipes_whose_settings_the_users_own_flags_override(tmp_pa
     with pytest.raises(InvalidParameterError, match=r"The 'budget' setting of method 'moe' must be one of "
                                                     r"'default', 'long'\. Got 'fast' instead\."):
         moe.resolve({"budget": "fast"})
-    run = subprocess.run([*CLI, "distill", "moe", "--teacher", "x.zip", "--budget", "fast", "--out",
-                          str(tmp_path / "o")], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 1 and run.stderr.strip() == (
+    run = _in_process(["distill", "moe", "--teacher", "x.zip", "--budget", "fast", "--out",
+                          str(tmp_path / "o")])
+    assert run.exit_code == 1 and run.stderr.strip() == (
         "Error: The '--budget' option of interp-rl distill moe must be one of 'default', 'long'. Got 'fast' instead.")
     assert not (tmp_path / "o").exists()
