@@ -339,9 +339,11 @@ class _InlineJobs:
     def __init__(self) -> None:
         self.pending: dict[int, Cell] = {}
         self._args: dict[int, tuple[Any, ...]] = {}
+        self._submitted = 0
 
     def submit(self, cell: Cell, *args: Any) -> None:
-        key = len(self._args)
+        key = self._submitted  # never a pending cell's key: a cell given while another waits is kept
+        self._submitted += 1
         self.pending[key], self._args[key] = cell, args
 
     def next_done(self) -> Iterator[tuple[Cell, dict[str, Any] | None, str | None]]:

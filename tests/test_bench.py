@@ -116,6 +116,11 @@ def records_by_id(results: Path) -> dict[str, dict[str, Any]]:
     return {r["id"]: r for r in load_records(results)}
 
 
+#: Cells run in the test's own process where the test is not about the process pool (the bench run, the killed
+#: runs and the fine-tuning's ordering are): each pool worker is a new interpreter importing the toolkit again.
+INLINE = ("--executor", "inline")
+
+
 #: The tests of the tiny bench run and its report share a worker (``--dist loadgroup``), so the report is written
 #: once; the run itself is shared with the Ray test too (:func:`build_once`).
 ON_THE_BENCH_RUN = pytest.mark.xdist_group("bench-tiny")
@@ -471,7 +476,7 @@ def test_a_cell_another_bench_is_running_is_left_to_it_and_never_written_twice(t
     other.acquire(timeout=0)  # another bench's hold on one cell
     try:
         res = runner.invoke(app, ["bench", "--suite", str(suite), "--out", str(results), "--methods", "tree",
-                                  "--no-progress"])
+                                  "--no-progress", *INLINE])
     finally:
         other.release()
     text = " ".join(res.output.split())
@@ -482,7 +487,7 @@ def test_a_cell_another_bench_is_running_is_left_to_it_and_never_written_twice(t
     assert len(line) > 80 and line.endswith("IP-SAC__tree-2__seed0.lock')"), "piped, a line is kept whole"
     assert sorted(p.name for p in (results / "records").glob("*.json")) == ["IP-SAC__tree-4__seed0.json"]
     res = runner.invoke(app, ["bench", "--suite", str(suite), "--out", str(results), "--methods", "tree",
-                              "--no-progress"])
+                              "--no-progress", *INLINE])
     assert res.exit_code == 0 and "2 cells: 1 run now, 1 already done, 0 failed." in " ".join(res.output.split())
 
 
@@ -628,7 +633,7 @@ def test_a_method_can_fine_tune_another_methods_cells(bench_run: tuple[Path, Pat
     teacher_path = Path(json.loads((copy / "suite.json").read_text())["teachers"][0]["path"])
     grown = write_suite(tmp_path, teacher_path, extra=RL_FROM_TREE)
     res = runner.invoke(app, ["bench", "--suite", str(grown), "--out", str(copy), "--methods", "tree-rl",
-                              "--seeds", "0"])
+                              "--seeds", "0", *INLINE])
     assert res.exit_code == 0, res.output
     recs = records_by_id(copy)
     tuned, start = recs["IP-SAC__tree-rl-2__seed0"], recs["IP-SAC__tree-2__seed0"]
@@ -661,7 +666,7 @@ def test_fine_tuning_starts_from_a_committed_cell_folder(bench_run: tuple[Path, 
     for f in folder.iterdir():
         if f.name not in ("controller.json", "rules.txt"):
             shutil.rmtree(f) if f.is_dir() else f.unlink()
-    args = ["bench", "--suite", str(grown), "--out", str(copy), "--methods", "tree-rl", "--seeds", "0"]
+    args = ["bench", "--suite", str(grown), "--out", str(copy), "--methods", "tree-rl", "--seeds", "0", *INLINE]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     recs = records_by_id(copy)
@@ -1008,6 +1013,7 @@ def test_quick_suite_then_report_end_to_end(shared_teachers: Path, tmp_path: Pat
     """The README's `interp-rl bench --suite quick` and `interp-rl report`, on the shared Swimmer teacher."""
     results = tmp_path / "quick"
     res = runner.invoke(app, ["bench", "--suite", "quick", "--out", str(results), "--teachers", str(shared_teachers),
+                              *INLINE,
                               "--seeds", "0"])
     assert res.exit_code == 0, res.output
     recs = records_by_id(results)
@@ -1096,7 +1102,7 @@ def test_a_sensor_suite_varies_the_features_its_controllers_read(tiny_teacher: P
     assert [m.settings["iterations"] for m in spec.methods] == [1, 1]
     assert [c.id for c in spec.cells()] == ["IP-SAC__tree-1__seed0", "IP-SAC__tree-0__seed0",
                                            "IP-SAC__tree-random-2__seed0"]
-    res = runner.invoke(app, ["bench", "--suite", str(suite), "--out", str(tmp_path / "r")])
+    res = runner.invoke(app, ["bench", "--suite", str(suite), "--out", str(tmp_path / "r"), *INLINE])
     assert res.exit_code == 0, res.output
     recs = records_by_id(tmp_path / "r")
     one, every, drawn = (recs[f"IP-SAC__{x}__seed0"] for x in ("tree-1", "tree-0", "tree-random-2"))
@@ -1221,3 +1227,22 @@ def test_fidelity_of_discrete_actions_is_the_share_of_the_teachers_class(tmp_pat
         summary_section(ReportContext(tmp_path, {}, [], {}, summarise(recs), 10, 0, lambda *a: None), doc)
         md = doc.markdown()
         assert f"| {header} |" in md and f"| {cell} |" in md
+
+
+def test_the_inline_executor_runs_every_cell_it_is_given(monkeypatch) -> None:
+    """Cells given while others wait are all run, in order (a cell given after one had run once took a waiting
+    cell's place, so a three-cell run with two workers ran two and said so)."""
+    import benchmarks.harness as harness
+    from benchmarks.suite import Cell
+
+    monkeypatch.setattr(harness, "run_cell", lambda cell, *args: {"id": cell["method"]})
+    jobs = harness._executor_jobs("inline", 2, None)
+    cells = [Cell("T", m, 1, 0) for m in ("a", "b", "c")]
+    ran = []
+    jobs.submit(cells[0])
+    jobs.submit(cells[1])
+    ran += [rec["id"] for _, rec, _ in jobs.next_done()]
+    jobs.submit(cells[2])
+    while jobs.pending:
+        ran += [rec["id"] for _, rec, _ in jobs.next_done()]
+    assert ran == ["a", "b", "c"]
