@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 import time
 import traceback
@@ -59,6 +60,11 @@ def leave_with_parent(parent: int) -> None:
 
 def _child(task: Callable[[Progress | None], Any], conn: Connection, forward: bool, parent: int) -> None:
     """Run ``task`` in the child; send its progress rows, then ("done", result) or ("error", exception, text)."""
+    # A forked child inherits the parent's Python handlers. SIGTERM is how the parent stops a child: it must end
+    # the child outright. A handler that raises (the command line's SIGTERM-as-Ctrl-C, Ray's sys.exit) could
+    # reach the child after its task, in multiprocessing's exit path, and the child would then run on in the
+    # parent's own code (it did, under pytest: a second copy of the test session).
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     leave_with_parent(parent)
     try:
         result = task((lambda row: conn.send(("progress", row))) if forward else None)

@@ -153,3 +153,32 @@ def test_dart_levels_side_by_side_make_the_same_controller(teachers, single_torc
     assert sorted(p.name for p in (tmp_path / "two").iterdir()) == ["noise-0", "noise-0.5"]
     with pytest.raises(InterpRLError, match="'n_jobs' parameter of Distillation"):
         Distillation(n_jobs=0).fit(teacher)
+
+
+def _sigterm_disposition(progress):  # noqa: ANN001, ANN202
+    return signal.getsignal(signal.SIGTERM)
+
+
+def test_a_child_is_stopped_by_sigterm_whatever_handler_its_parent_has():
+    """The parent's SIGTERM handler (the command line's, Ray's) is not the child's: the parent's terminate() ends
+    the child, never an exception raised in it, which could carry the forked child on into the parent's code."""
+    def leave(signum, frame):  # noqa: ANN001, ANN202 - what ray.init installs
+        raise SystemExit(signum)
+
+    before = signal.signal(signal.SIGTERM, leave)
+    try:
+        dispositions = side_by_side([_sigterm_disposition, _sigterm_disposition], jobs=2)
+        with pytest.raises(InterpRLError, match=r"stopped without a result \(exit code -9\)"):
+            side_by_side([_killed, _sleeper], jobs=2)  # the sleeper is terminated, as SIGTERM's default does
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert dispositions == [signal.SIG_DFL, signal.SIG_DFL]
+    assert multiprocessing.active_children() == []
+
+
+def _killed(progress):  # noqa: ANN001, ANN202
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _sleeper(progress):  # noqa: ANN001, ANN202
+    time.sleep(60)
