@@ -64,7 +64,9 @@ def _child(task: Callable[[Progress | None], Any], conn: Connection, forward: bo
     # the child outright. A handler that raises (the command line's SIGTERM-as-Ctrl-C, Ray's sys.exit) could
     # reach the child after its task, in multiprocessing's exit path, and the child would then run on in the
     # parent's own code (it did, under pytest: a second copy of the test session).
+    # The parent forked it with SIGTERM blocked, so none arrives before its default is back.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     leave_with_parent(parent)
     try:
         result = task((lambda row: conn.send(("progress", row))) if forward else None)
@@ -106,7 +108,11 @@ def side_by_side(tasks: Sequence[Callable[[Progress | None], T]], jobs: int,
                 recv, send = ctx.Pipe(duplex=False)
                 proc = ctx.Process(target=_child, args=(tasks[i], send, progress is not None, os.getpid()),
                                    daemon=True)
-                proc.start()
+                mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # see _child
+                try:
+                    proc.start()
+                finally:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                 send.close()
                 running[i] = (proc, recv)
             ready = wait([conn for _, conn in running.values()])
